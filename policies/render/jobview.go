@@ -1,0 +1,81 @@
+// Package render turns a TrainJob and its (Cluster)TrainingRuntime into a JobView:
+// the exact pods the Kubeflow Trainer will create for it, and what those pods are
+// charged against ResourceQuota. It renders with the Trainer's own runtime
+// packages, so the picture is the one the Trainer controller itself produces.
+package render
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Role names a replicated job's part in an MPI job.
+type Role string
+
+const (
+	// RoleLauncher is the replicated job that runs mpirun.
+	RoleLauncher Role = "launcher"
+	// RoleWorker is the replicated job whose pods are listed in the hostfile.
+	RoleWorker Role = "worker"
+	// RoleOther is any other replicated job (initializers, for example).
+	RoleOther Role = "other"
+)
+
+// JobView is what a TrainJob will really create.
+type JobView struct {
+	// RuntimeKind is ClusterTrainingRuntime or TrainingRuntime; RuntimeName its name.
+	RuntimeKind string
+	RuntimeName string
+
+	// MPI is true when the runtime has mlPolicy.mpi; only then are the MPI fields set.
+	MPI               bool
+	MPIImplementation string
+	RunLauncherAsNode bool
+	// NumNodes is the effective mlPolicy numNodes (TrainJob's trainer.numNodes wins).
+	NumNodes int32
+	// SlotsPerWorker is the effective number of MPI slots on each hostfile line.
+	SlotsPerWorker int32
+	// GPUsPerWorker is the GPU count of one worker pod (every GPU resource name summed).
+	GPUsPerWorker int64
+	// Hostfile is the hostfile the MPI plugin renders, line by line.
+	Hostfile []string
+
+	// Launcher and Workers point into ReplicatedJobs; nil when the runtime has none.
+	Launcher *ReplicatedJobView
+	Workers  *ReplicatedJobView
+	// ReplicatedJobs lists every replicated job in the order of the rendered JobSet.
+	ReplicatedJobs []ReplicatedJobView
+
+	// Total is what the whole job is charged against ResourceQuota.
+	Total Charge
+
+	// Problems are reasons the rendered pods would be rejected by the apiserver even
+	// though the TrainJob itself is valid: the job would hang after admission.
+	Problems field.ErrorList
+}
+
+// ReplicatedJobView is one replicated job of the rendered JobSet.
+type ReplicatedJobView struct {
+	Name string
+	Role Role
+	// Pods is replicas x parallelism: how many pods this replicated job creates.
+	Pods int32
+	// PodTemplate is the effective pod template after runtime patches and plugins.
+	PodTemplate corev1.PodTemplateSpec
+	// PerPod is what one pod is charged against ResourceQuota.
+	PerPod Charge
+}
+
+// Charge is what ResourceQuota counts for a set of pods, computed the way the
+// kube-apiserver's pod quota evaluator does (requests default to limits,
+// LimitRange defaults, RuntimeClass overhead, init containers by the max rule,
+// restartable init containers added).
+type Charge struct {
+	Requests corev1.ResourceList
+	Limits   corev1.ResourceList
+	Pods     int64
+	// Undeclared lists, per resource name, whether some container does not declare
+	// a request (or limit) for it: a quota on that resource then rejects the pod.
+	MissingRequests []corev1.ResourceName
+	MissingLimits   []corev1.ResourceName
+}
