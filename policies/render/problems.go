@@ -1,0 +1,131 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// k8s.io/kubernetes/pkg/apis/core/validation cannot be imported sanely: the
+// k8s.io/kubernetes module is not meant to be a dependency (its go.mod pins the
+// staging repositories at v0.0.0 through replace directives). So this file is a
+// focused copy of the rules that a rendered pod template can break although the
+// TrainJob that produced it is valid — the ones resource merging can cause:
+//   - validateResourceRequirements (core/validation/validation.go): quantities are not
+//     negative, extended resources are whole numbers, a request is at most its limit,
+//     and equal to it for resources that cannot be overcommitted (GPUs and other
+//     extended resources, hugepages), which also need a limit when requested;
+//   - the LimitRanger admission plugin's validation (PodValidateLimitFunc): a
+//     container's request is at least the LimitRange min, its limit at most the max.
+// Messages repeat the apiserver's wording and add why and how to fix it.
+
+// templateProblems validates one rendered pod template as Job/JobSet validation
+// does (before pod defaulting: a limit without a request is fine there).
+func templateProblems(spec *corev1.PodSpec, podPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		errs = append(errs, resourceProblems(&c.Resources, podPath.Child("initContainers").Key(c.Name).Child("resources"))...)
+	}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		errs = append(errs, resourceProblems(&c.Resources, podPath.Child("containers").Key(c.Name).Child("resources"))...)
+	}
+	if spec.Resources != nil {
+		errs = append(errs, resourceProblems(spec.Resources, podPath.Child("resources"))...)
+	}
+	return errs
+}
+
+const hangHint = "the apiserver would reject the pods, so the TrainJob would be admitted but never start"
+
+func resourceProblems(res *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	limPath, reqPath := path.Child("limits"), path.Child("requests")
+	for name, q := range res.Limits {
+		errs = append(errs, quantityProblems(name, q, limPath.Key(string(name)))...)
+	}
+	for name, q := range res.Requests {
+		p := reqPath.Key(string(name))
+		errs = append(errs, quantityProblems(name, q, p)...)
+		limit, hasLimit := res.Limits[name]
+		switch {
+		case hasLimit && !overcommitAllowed(name) && q.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf(
+				"must be equal to %s limit of %s (%s cannot be overcommitted); %s; set request and limit of %s to the same value",
+				name, limit.String(), name, hangHint, name)))
+		case hasLimit && q.Cmp(limit) > 0:
+			errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf(
+				"must be less than or equal to %s limit of %s; %s; lower the %s request to at most %s or raise the limit (resourcesPerNode is merged key by key with the runtime's resources)",
+				name, limit.String(), hangHint, name, limit.String())))
+		case !hasLimit && !overcommitAllowed(name):
+			errs = append(errs, field.Required(limPath.Key(string(name)), fmt.Sprintf(
+				"Limit must be set for non overcommitable resources: %s is requested (%s) without a limit; %s; set the %s limit equal to the request",
+				name, q.String(), hangHint, name)))
+		}
+	}
+	return errs
+}
+
+func quantityProblems(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	if q.Sign() < 0 {
+		return field.ErrorList{field.Invalid(path, q.String(), "must be greater than or equal to 0")}
+	}
+	if isExtendedResourceName(name) && q.MilliValue()%1000 != 0 {
+		return field.ErrorList{field.Invalid(path, q.String(), fmt.Sprintf("must be an integer: %s is counted in whole devices", name))}
+	}
+	return nil
+}
+
+// overcommitAllowed mirrors helper.IsOvercommitAllowed: native resources other than
+// hugepages may have requests below limits.
+func overcommitAllowed(name corev1.ResourceName) bool {
+	native := !strings.Contains(string(name), "/") || strings.Contains(string(name), "kubernetes.io/")
+	return native && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// limitRangeProblems checks an admitted pod against the Container items of the
+// namespace's LimitRanges, as LimitRanger's validation does.
+func (a *admissionContext) limitRangeProblems(pod *corev1.Pod, podPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range a.limitRanges {
+		lr := &a.limitRanges[i]
+		for _, item := range lr.Spec.Limits {
+			if item.Type != corev1.LimitTypeContainer {
+				continue
+			}
+			check := func(c *corev1.Container, cPath *field.Path) {
+				for name, min := range item.Min {
+					if req, ok := c.Resources.Requests[name]; ok && req.Cmp(min) < 0 {
+						errs = append(errs, field.Forbidden(cPath.Child("resources", "requests").Key(string(name)), fmt.Sprintf(
+							"minimum %s usage per Container is %s, but request is %s (LimitRange %q); %s; raise the request to at least %s",
+							name, min.String(), req.String(), lr.Name, hangHint, min.String())))
+					}
+				}
+				for name, max := range item.Max {
+					lim, ok := c.Resources.Limits[name]
+					switch {
+					case !ok:
+						errs = append(errs, field.Forbidden(cPath.Child("resources", "limits").Key(string(name)), fmt.Sprintf(
+							"maximum %s usage per Container is %s, but no limit is specified (LimitRange %q); %s; set a %s limit of at most %s",
+							name, max.String(), lr.Name, hangHint, name, max.String())))
+					case lim.Cmp(max) > 0:
+						errs = append(errs, field.Forbidden(cPath.Child("resources", "limits").Key(string(name)), fmt.Sprintf(
+							"maximum %s usage per Container is %s, but limit is %s (LimitRange %q); %s; lower the limit to at most %s",
+							name, max.String(), lim.String(), lr.Name, hangHint, max.String())))
+					}
+				}
+			}
+			for j := range pod.Spec.InitContainers {
+				check(&pod.Spec.InitContainers[j], podPath.Child("initContainers").Key(pod.Spec.InitContainers[j].Name))
+			}
+			for j := range pod.Spec.Containers {
+				check(&pod.Spec.Containers[j], podPath.Child("containers").Key(pod.Spec.Containers[j].Name))
+			}
+		}
+	}
+	return errs
+}

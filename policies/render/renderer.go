@@ -1,0 +1,234 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	jobsetv1alpha2ac "sigs.k8s.io/jobset/client-go/applyconfiguration/jobset/v1alpha2"
+
+	configapi "github.com/kubeflow/trainer/v2/pkg/apis/config/v1alpha1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/kubeflow/trainer/v2/pkg/constants"
+	trainerruntime "github.com/kubeflow/trainer/v2/pkg/runtime"
+	runtimecore "github.com/kubeflow/trainer/v2/pkg/runtime/core"
+)
+
+// Input is everything a TrainJob's pods depend on.
+type Input struct {
+	// TrainJob to render. It is not modified.
+	TrainJob *trainer.TrainJob
+	// Runtime is the *trainer.ClusterTrainingRuntime or *trainer.TrainingRuntime the
+	// TrainJob's spec.runtimeRef names. It is not modified.
+	Runtime client.Object
+	// LimitRanges of the TrainJob's namespace: their container defaults are applied
+	// to every pod, as the LimitRanger admission plugin does.
+	LimitRanges []corev1.LimitRange
+	// RuntimeClasses of the cluster: a pod's runtimeClassName adds its pod overhead.
+	RuntimeClasses []nodev1.RuntimeClass
+}
+
+// Renderer renders TrainJobs with the Kubeflow Trainer's own runtime framework.
+// Build it once (NewRenderer) and share it: Render is safe for concurrent use.
+type Renderer struct {
+	runtimes map[string]trainerruntime.Runtime
+}
+
+// NewRenderer initialises the Trainer's runtime framework offline (fake client,
+// no-op indexer, default Trainer configuration). The framework keeps package-level
+// state, so call it once at startup, not per request.
+func NewRenderer(ctx context.Context) (*Renderer, error) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(trainer.AddToScheme(scheme))
+	utilruntime.Must(jobsetv1alpha2.AddToScheme(scheme))
+
+	cfg := &configapi.Configuration{}
+	configapi.SetDefaults_Configuration(cfg)
+
+	runtimes, err := runtimecore.New(ctx, newOfflineClient(scheme), noopIndexer{}, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("initialising the Trainer runtime framework: %w", err)
+	}
+	return &Renderer{runtimes: runtimes}, nil
+}
+
+// Render returns what in.TrainJob will create with in.Runtime: the JobSet the Trainer
+// controller would apply, read back as a JobView. Errors mean the TrainJob cannot be
+// rendered at all (wrong or missing runtime, undefaulted objects, Trainer errors);
+// pods that render but would be rejected are reported in JobView.Problems instead.
+func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err error) {
+	if r == nil || r.runtimes == nil {
+		return nil, errors.New("render: Renderer is not initialised; build it with NewRenderer")
+	}
+	trainJob, runtimeObj, err := prepareInput(in)
+	if err != nil {
+		return nil, err
+	}
+	rt, ok := r.runtimes[trainerruntime.RuntimeRefToRuntimeRegistryKey(trainJob.Spec.RuntimeRef)]
+	if !ok {
+		return nil, fmt.Errorf("render: TrainJob %s: spec.runtimeRef kind %q in group %q is not a runtime kind the Trainer supports",
+			trainJob.Name, ptr.Deref(trainJob.Spec.RuntimeRef.Kind, ""), ptr.Deref(trainJob.Spec.RuntimeRef.APIGroup, ""))
+	}
+
+	// The Trainer's plugins dereference fields the apiserver defaults; guard against
+	// anything the checks above missed so bad input is an error, never a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			view, err = nil, fmt.Errorf("render: TrainJob %s: the Trainer runtime failed on this input: %v", trainJob.Name, p)
+		}
+	}()
+	objects, err := rt.NewObjects(withRenderRequest(ctx, &renderRequest{runtime: runtimeObj}), trainJob)
+	if err != nil {
+		return nil, fmt.Errorf("render: TrainJob %s: the Trainer cannot build its objects: %w", trainJob.Name, err)
+	}
+
+	var jobSetApply *jobsetv1alpha2ac.JobSetApplyConfiguration
+	var hostfile *string
+	for _, obj := range objects {
+		switch o := obj.(type) {
+		case *jobsetv1alpha2ac.JobSetApplyConfiguration:
+			jobSetApply = o
+		case *corev1ac.ConfigMapApplyConfiguration:
+			if o.Name != nil && *o.Name == trainJob.Name+constants.MPIHostfileConfigMapSuffix {
+				if h, ok := o.Data[constants.MPIHostfileName]; ok {
+					hostfile = &h
+				}
+			}
+		}
+	}
+	if jobSetApply == nil || jobSetApply.Spec == nil {
+		return nil, fmt.Errorf("render: TrainJob %s: the Trainer built no JobSet for runtime %s %q", trainJob.Name, runtimeObj.GetObjectKind().GroupVersionKind().Kind, runtimeObj.GetName())
+	}
+	jobSet, err := typedJobSet(jobSetApply)
+	if err != nil {
+		return nil, fmt.Errorf("render: TrainJob %s: reading the rendered JobSet: %w", trainJob.Name, err)
+	}
+	return buildView(trainJob, runtimeObj, jobSet, replicaCounts(jobSetApply), hostfile, in.LimitRanges, in.RuntimeClasses), nil
+}
+
+// typedJobSet converts the JobSet apply configuration to the typed JobSet: both
+// share their JSON form, which is what the apiserver would receive.
+func typedJobSet(ac *jobsetv1alpha2ac.JobSetApplyConfiguration) (*jobsetv1alpha2.JobSet, error) {
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return nil, err
+	}
+	js := &jobsetv1alpha2.JobSet{}
+	if err := json.Unmarshal(data, js); err != nil {
+		return nil, err
+	}
+	return js, nil
+}
+
+// replicaCounts reads each replicated job's replicas from the apply configuration,
+// where "unset" is still visible: the JobSet CRD defaults it to 1 on create.
+func replicaCounts(ac *jobsetv1alpha2ac.JobSetApplyConfiguration) []int32 {
+	out := make([]int32, len(ac.Spec.ReplicatedJobs))
+	for i, rj := range ac.Spec.ReplicatedJobs {
+		out[i] = max(ptr.Deref(rj.Replicas, 1), 0)
+	}
+	return out
+}
+
+// prepareInput checks in and returns deep copies the Trainer may mutate.
+func prepareInput(in Input) (*trainer.TrainJob, client.Object, error) {
+	if in.TrainJob == nil {
+		return nil, nil, errors.New("render: no TrainJob given")
+	}
+	trainJob := in.TrainJob.DeepCopy()
+	if trainJob.Name == "" {
+		// A TrainJob created with generateName has no name yet at admission. The name
+		// only appears in host names, never in what the pods request.
+		trainJob.Name = trainJob.GenerateName + "pending"
+	}
+	if trainJob.Spec.RuntimeRef.Name == "" {
+		return nil, nil, fmt.Errorf("render: TrainJob %s: spec.runtimeRef.name is empty", trainJob.Name)
+	}
+
+	var runtimeObj client.Object
+	var mlPolicy *trainer.MLPolicy
+	var kind string
+	switch rt := in.Runtime.(type) {
+	case *trainer.ClusterTrainingRuntime:
+		if rt == nil {
+			return nil, nil, missingRuntime(trainJob)
+		}
+		c := rt.DeepCopy()
+		c.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.ClusterTrainingRuntimeKind))
+		runtimeObj, mlPolicy, kind = c, c.Spec.MLPolicy, trainer.ClusterTrainingRuntimeKind
+	case *trainer.TrainingRuntime:
+		if rt == nil {
+			return nil, nil, missingRuntime(trainJob)
+		}
+		c := rt.DeepCopy()
+		c.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.TrainingRuntimeKind))
+		if c.Namespace == "" {
+			c.Namespace = trainJob.Namespace
+		}
+		if c.Namespace != trainJob.Namespace {
+			return nil, nil, fmt.Errorf("render: TrainJob %s/%s: TrainingRuntime %s/%s is in another namespace; a TrainJob can only use a TrainingRuntime of its own namespace",
+				trainJob.Namespace, trainJob.Name, c.Namespace, c.Name)
+		}
+		runtimeObj, mlPolicy, kind = c, c.Spec.MLPolicy, trainer.TrainingRuntimeKind
+	case nil:
+		return nil, nil, missingRuntime(trainJob)
+	default:
+		return nil, nil, fmt.Errorf("render: TrainJob %s: runtime has type %T; want *ClusterTrainingRuntime or *TrainingRuntime", trainJob.Name, in.Runtime)
+	}
+
+	ref := &trainJob.Spec.RuntimeRef
+	// The apiserver defaults apiGroup and kind; fill them from the runtime given so a
+	// TrainJob that skipped defaulting still resolves to the right runtime.
+	if ref.APIGroup == nil {
+		ref.APIGroup = ptr.To(trainer.GroupVersion.Group)
+	}
+	if ref.Kind == nil {
+		ref.Kind = ptr.To(kind)
+	}
+	if *ref.Kind != kind || ref.Name != runtimeObj.GetName() {
+		return nil, nil, fmt.Errorf("render: TrainJob %s refers to %s %q but the runtime given is %s %q",
+			trainJob.Name, *ref.Kind, ref.Name, kind, runtimeObj.GetName())
+	}
+	if err := checkDefaulted(mlPolicy, kind, runtimeObj.GetName()); err != nil {
+		return nil, nil, err
+	}
+	return trainJob, runtimeObj, nil
+}
+
+func missingRuntime(tj *trainer.TrainJob) error {
+	return fmt.Errorf("render: TrainJob %s: no runtime given for spec.runtimeRef %q", tj.Name, tj.Spec.RuntimeRef.Name)
+}
+
+// checkDefaulted rejects runtimes whose MPI policy lacks the fields the apiserver
+// defaults: the Trainer dereferences them.
+func checkDefaulted(mlPolicy *trainer.MLPolicy, kind, name string) error {
+	if mlPolicy == nil || mlPolicy.MPI == nil {
+		return nil
+	}
+	var missing []string
+	if mlPolicy.MPI.NumProcPerNode == nil {
+		missing = append(missing, "numProcPerNode")
+	}
+	if mlPolicy.MPI.MPIImplementation == nil {
+		missing = append(missing, "mpiImplementation")
+	}
+	if mlPolicy.MPI.SSHAuthMountPath == nil {
+		missing = append(missing, "sshAuthMountPath")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("render: %s %q: spec.mlPolicy.mpi has no %v: the object was not defaulted by the apiserver; apply render.ApplyDefaults to objects read from files",
+			kind, name, missing)
+	}
+	return nil
+}
