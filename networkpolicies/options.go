@@ -1,0 +1,140 @@
+package networkpolicies
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+)
+
+// Defaults used when neither the namespace nor the runtime says otherwise.
+const (
+	// DefaultSSHPort is where sshd listens in the Trainer's upstream MPI images
+	// (the readiness probe of manifests/base/runtimes/deepspeed_distributed.yaml).
+	DefaultSSHPort int32 = 2222
+	// DefaultDNSNamespace and the kube-dns label are what kubeadm, kind, GKE, EKS
+	// and AKS use for cluster DNS (CoreDNS keeps the k8s-app=kube-dns label).
+	DefaultDNSNamespace = "kube-system"
+)
+
+// DefaultWorkerPorts is the range the restricted template opens between the job's
+// pods. MPI must be pinned to it (OpenMPI btl_tcp_port_min_v4/btl_tcp_port_range_v4
+// and oob_tcp_dynamic_ipv4_ports, Intel MPI I_MPI_PORT_RANGE, MPICH
+// MPIR_CVAR_CH3_PORT_RANGE); docs/networkpolicies.md shows how.
+var DefaultWorkerPorts = PortRange{Start: 50000, End: 50999}
+
+// DefaultDNSPodLabels select the cluster DNS pods inside DNSNamespace.
+func DefaultDNSPodLabels() map[string]string { return map[string]string{"k8s-app": "kube-dns"} }
+
+// Options configure the controller. The zero value is usable: every empty field
+// takes the default above.
+type Options struct {
+	// DefaultTemplate applies when neither namespace nor runtime chooses one.
+	DefaultTemplate Template
+	// SSHPort is the sshd port the restricted template opens from the Launcher.
+	SSHPort int32
+	// WorkerPorts is the range the restricted template opens between the job's pods.
+	WorkerPorts PortRange
+	// ExtraEgress is added to every policy (both templates), e.g. the cluster's
+	// image registry or object store, in ParseEgress syntax.
+	ExtraEgress []EgressRule
+	// DNSNamespace and DNSPodLabels select the cluster DNS pods that every policy
+	// lets the job reach on UDP and TCP 53.
+	DNSNamespace string
+	DNSPodLabels map[string]string
+	// MaxConcurrentReconciles bounds parallel reconciles; 0 means 4.
+	MaxConcurrentReconciles int
+}
+
+// withDefaults fills every empty field; callers keep their Options untouched.
+func (o Options) withDefaults() Options {
+	if o.DefaultTemplate == "" {
+		o.DefaultTemplate = TemplateJobIsolated
+	}
+	if o.SSHPort == 0 {
+		o.SSHPort = DefaultSSHPort
+	}
+	if o.WorkerPorts.Start == 0 {
+		o.WorkerPorts = DefaultWorkerPorts
+	}
+	if o.DNSNamespace == "" {
+		o.DNSNamespace = DefaultDNSNamespace
+	}
+	if len(o.DNSPodLabels) == 0 {
+		o.DNSPodLabels = DefaultDNSPodLabels()
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = 4
+	}
+	return o
+}
+
+// validate rejects options that would make every policy wrong, at start-up
+// rather than per job.
+func (o Options) validate() error {
+	if _, err := ParseTemplate(string(o.DefaultTemplate)); err != nil {
+		return fmt.Errorf("networkpolicies: default template: %w", err)
+	}
+	if o.SSHPort < 1 || o.SSHPort > 65535 {
+		return fmt.Errorf("networkpolicies: sshd port %d is outside 1-65535", o.SSHPort)
+	}
+	if o.WorkerPorts.Start < 1 || o.WorkerPorts.Start > 65535 || o.WorkerPorts.End > 65535 ||
+		(o.WorkerPorts.End != 0 && o.WorkerPorts.End < o.WorkerPorts.Start) {
+		return fmt.Errorf("networkpolicies: worker port range %s is not within 1-65535 low-high", o.WorkerPorts)
+	}
+	if o.MaxConcurrentReconciles < 0 {
+		return fmt.Errorf("networkpolicies: MaxConcurrentReconciles %d is negative", o.MaxConcurrentReconciles)
+	}
+	return nil
+}
+
+// BindFlags registers command-line flags for the options, prefixed
+// "network-policy-", so cmd/mpiguard can expose them with one call.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.Func("network-policy-default-template",
+		fmt.Sprintf("template for MPI TrainJobs whose namespace and runtime choose none: %s, %s or %s (default %s)",
+			TemplateJobIsolated, TemplateRestricted, TemplateOff, TemplateJobIsolated),
+		func(s string) error {
+			t, err := ParseTemplate(s)
+			o.DefaultTemplate = t
+			return err
+		})
+	fs.Func("network-policy-ssh-port",
+		fmt.Sprintf("sshd port the restricted template opens from the Launcher to Workers (default %d)", DefaultSSHPort),
+		func(s string) error {
+			p, err := ParsePort(s)
+			o.SSHPort = p
+			return err
+		})
+	fs.Func("network-policy-worker-ports",
+		fmt.Sprintf("port or low-high range the restricted template opens between a job's pods (default %s)", DefaultWorkerPorts),
+		func(s string) error {
+			r, err := ParsePortRange(s)
+			o.WorkerPorts = r
+			return err
+		})
+	fs.Func("network-policy-extra-egress",
+		"comma-separated CIDR[:port[-endPort]][/TCP|UDP|SCTP] every MPI job may reach (registries, object storage); repeatable",
+		func(s string) error {
+			rules, err := ParseEgress(s)
+			o.ExtraEgress = append(o.ExtraEgress, rules...)
+			return err
+		})
+	fs.Func("network-policy-dns",
+		fmt.Sprintf("cluster DNS pods as namespace/key=value[,key=value] (default %s/k8s-app=kube-dns)", DefaultDNSNamespace),
+		func(s string) error {
+			ns, sel, ok := strings.Cut(s, "/")
+			if !ok || ns == "" || sel == "" {
+				return fmt.Errorf("%q is not namespace/key=value[,key=value]", s)
+			}
+			labels := map[string]string{}
+			for _, kv := range strings.Split(sel, ",") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("%q: %q is not key=value", s, kv)
+				}
+				labels[k] = v
+			}
+			o.DNSNamespace, o.DNSPodLabels = ns, labels
+			return nil
+		})
+}

@@ -1,0 +1,60 @@
+package networkpolicies
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestBindFlags(t *testing.T) {
+	cases := map[string]struct {
+		args    []string
+		want    Options
+		wantErr bool
+	}{
+		"no flags: zero options (defaults are filled at setup)": {args: nil, want: Options{}},
+		"every flag": {
+			args: []string{
+				"--network-policy-default-template=restricted",
+				"--network-policy-ssh-port=22",
+				"--network-policy-worker-ports=40000-40999",
+				"--network-policy-extra-egress=10.0.0.0/8:443",
+				"--network-policy-extra-egress=192.168.0.0/16:9000-9100/TCP",
+				"--network-policy-dns=dns/app=coredns,tier=infra",
+			},
+			want: Options{
+				DefaultTemplate: TemplateRestricted, SSHPort: 22, WorkerPorts: PortRange{40000, 40999},
+				ExtraEgress: []EgressRule{
+					{CIDR: "10.0.0.0/8", Protocol: corev1.ProtocolTCP, Ports: PortRange{Start: 443}},
+					{CIDR: "192.168.0.0/16", Protocol: corev1.ProtocolTCP, Ports: PortRange{9000, 9100}},
+				},
+				DNSNamespace: "dns", DNSPodLabels: labels("app", "coredns", "tier", "infra"),
+			},
+		},
+		"bad template":    {args: []string{"--network-policy-default-template=open"}, wantErr: true},
+		"bad egress":      {args: []string{"--network-policy-extra-egress=minio:9000"}, wantErr: true},
+		"bad dns":         {args: []string{"--network-policy-dns=kube-dns"}, wantErr: true},
+		"bad worker port": {args: []string{"--network-policy-worker-ports=0-10"}, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var got Options
+			got.BindFlags(fs)
+			err := fs.Parse(tc.args)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Parse error = %v, wantErr %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
