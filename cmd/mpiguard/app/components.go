@@ -1,0 +1,47 @@
+package app
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/mpiguard/mpiguard/runtimes/publisher"
+	"github.com/mpiguard/mpiguard/webhooks/trainjob"
+)
+
+// Options switches mpiguard's components on and off and carries their settings.
+// Each component adds its own field and flags here.
+type Options struct {
+	// TrainJobWebhooks serves the validating and mutating TrainJob webhooks.
+	TrainJobWebhooks bool
+	// RuntimePublisher publishes the curated MPI ClusterTrainingRuntimes.
+	RuntimePublisher publisher.Options
+}
+
+// DefaultOptions enables everything.
+func DefaultOptions() Options {
+	return Options{
+		TrainJobWebhooks: true,
+		RuntimePublisher: publisher.DefaultOptions(),
+	}
+}
+
+// AddFlags binds component flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.TrainJobWebhooks, "trainjob-webhooks", o.TrainJobWebhooks, "Serve the TrainJob admission webhooks.")
+	o.RuntimePublisher.AddFlags(fs)
+}
+
+// Setup registers every enabled controller and webhook with the manager.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.TrainJobWebhooks {
+		if err := trainjob.SetupWithManager(ctx, mgr, trainjob.Options{}); err != nil {
+			return err
+		}
+	}
+	if err := publisher.SetupWithManager(mgr, opts.RuntimePublisher); err != nil {
+		return err
+	}
+	return nil
+}

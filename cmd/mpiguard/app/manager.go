@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// NewManager builds the controller-runtime manager with mpiguard's scheme, the
+// TLS webhook server (certificates hot-reloaded by controller-runtime's certwatcher),
+// metrics, probes and optional leader election.
+func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: Scheme(),
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:     o.WebhookHost,
+			Port:     o.WebhookPort,
+			CertDir:  o.CertDir,
+			CertName: o.CertName,
+			KeyName:  o.KeyName,
+		}),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNS,
+		LeaseDuration:           &o.LeaseDuration,
+		GracefulShutdownTimeout: &o.GracefulShutdownTime,
+		// Webhooks must answer on every Replica, including non-leaders; only
+		// reconcilers wait for the lease (controller-runtime's default for webhooks).
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready only once the webhook server listens, so the Service never routes an
+	// AdmissionReview to a pod that cannot answer it.
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Serve builds the manager, sets up every component and runs until ctx ends.
+func Serve(ctx context.Context, cfg *rest.Config, o ServeOptions) error {
+	log := ctrl.Log.WithName("serve")
+	mgr, err := NewManager(cfg, o)
+	if err != nil {
+		return err
+	}
+	if err := Setup(ctx, mgr, o.Components); err != nil {
+		return fmt.Errorf("setting up components: %w", err)
+	}
+	log.Info("starting mpiguard", "webhookPort", o.WebhookPort, "metrics", o.MetricsAddr, "probes", o.ProbeAddr)
+	return mgr.Start(ctx)
+}

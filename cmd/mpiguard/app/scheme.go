@@ -1,0 +1,26 @@
+package app
+
+import (
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+)
+
+// schemeBuilders are the API groups mpiguard reads and writes. Components with
+// API types of their own add them here.
+var schemeBuilders = []func(*runtime.Scheme) error{
+	clientgoscheme.AddToScheme,
+	trainer.AddToScheme,
+	jobsetv1alpha2.AddToScheme,
+}
+
+// Scheme returns a new scheme with every API group mpiguard uses.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range schemeBuilders {
+		utilruntime.Must(add(s))
+	}
+	return s
+}

@@ -1,0 +1,42 @@
+package framework
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// anySpecFailed is set by the reporter below so a suite keeps the control
+// plane's logs when something failed and removes them when all passed.
+var anySpecFailed atomic.Bool
+
+var _ = ginkgo.ReportAfterEach(func(r ginkgo.SpecReport) {
+	if r.Failed() {
+		anySpecFailed.Store(true)
+	}
+})
+
+// StartSuite starts an Env from a Ginkgo BeforeSuite and stops it when the suite
+// ends, keeping the control plane's logs if any spec failed.
+func StartSuite(ctx context.Context, opts Options) *Env {
+	ginkgo.GinkgoHelper()
+	env, err := Start(ctx, opts)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the integration environment")
+	ginkgo.DeferCleanup(func() {
+		gomega.Expect(env.Stop(anySpecFailed.Load())).To(gomega.Succeed())
+	})
+	return env
+}
+
+// Namespace creates a fresh namespace for one spec and deletes it afterwards.
+func (e *Env) Namespace(ctx context.Context, labels map[string]string) string {
+	ginkgo.GinkgoHelper()
+	ns, err := e.NewNamespace(ctx, labels)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		gomega.Expect(e.DeleteNamespace(ctx, ns)).To(gomega.Succeed())
+	})
+	return ns.Name
+}

@@ -1,0 +1,76 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// ModuleDir returns the module-cache folder of a module at the version go.mod pins,
+// so tests load upstream manifests (Trainer CRDs and runtimes, JobSet CRDs,
+// cert-manager CRDs) exactly as released instead of copies kept in this repo.
+func ModuleDir(module string) (string, error) {
+	moduleDirsMu.Lock()
+	defer moduleDirsMu.Unlock()
+	if dir, ok := moduleDirs[module]; ok {
+		return dir, nil
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return "", fmt.Errorf("locating module %s (go list -m): %w: %s", module, err, stderr)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not downloaded; run 'go mod download %s'", module, module)
+	}
+	moduleDirs[module] = dir
+	return dir, nil
+}
+
+var (
+	moduleDirsMu sync.Mutex
+	moduleDirs   = map[string]string{}
+)
+
+// RepoRoot is the folder that holds go.mod, found from this source file.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Upstream manifest folders inside the pinned modules.
+const (
+	TrainerModule     = "github.com/kubeflow/trainer/v2"
+	JobSetModule      = "sigs.k8s.io/jobset"
+	CertManagerModule = "github.com/cert-manager/cert-manager"
+)
+
+// TrainerCRDs is the Trainer's CRD folder; JobSetCRDs the JobSet one.
+func TrainerCRDs() (string, error)  { return moduleSubdir(TrainerModule, "manifests/base/crds") }
+func JobSetCRDs() (string, error)   { return moduleSubdir(JobSetModule, "config/components/crd/bases") }
+func TrainerRuntimes() (string, error) {
+	return moduleSubdir(TrainerModule, "manifests/base/runtimes")
+}
+func CertManagerCRDs() (string, error) { return moduleSubdir(CertManagerModule, "deploy/crds") }
+
+func moduleSubdir(module, sub string) (string, error) {
+	dir, err := ModuleDir(module)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, sub)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s has no %s: %w", module, sub, err)
+	}
+	return p, nil
+}
