@@ -97,7 +97,9 @@ func TestParsePortRange(t *testing.T) {
 func TestResolveSettings(t *testing.T) {
 	opts := Options{ExtraEgress: []EgressRule{{CIDR: "10.0.0.0/8", Protocol: corev1.ProtocolTCP, Ports: PortRange{Start: 443}}}}.withDefaults()
 	ns := func(a ...string) annotated { return annotated{what: `Namespace "team-a"`, annotations: labels(a...)} }
-	rt := func(a ...string) annotated { return annotated{what: `ClusterTrainingRuntime "mpi"`, annotations: labels(a...)} }
+	rt := func(a ...string) annotated {
+		return annotated{what: `ClusterTrainingRuntime "mpi"`, annotations: labels(a...)}
+	}
 	registry := EgressRule{CIDR: "10.0.0.0/8", Protocol: corev1.ProtocolTCP, Ports: PortRange{Start: 443}}
 
 	cases := map[string]struct {
