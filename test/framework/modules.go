@@ -56,8 +56,8 @@ const (
 )
 
 // TrainerCRDs is the Trainer's CRD folder; JobSetCRDs the JobSet one.
-func TrainerCRDs() (string, error)  { return moduleSubdir(TrainerModule, "manifests/base/crds") }
-func JobSetCRDs() (string, error)   { return moduleSubdir(JobSetModule, "config/components/crd/bases") }
+func TrainerCRDs() (string, error) { return moduleSubdir(TrainerModule, "manifests/base/crds") }
+func JobSetCRDs() (string, error)  { return moduleSubdir(JobSetModule, "config/components/crd/bases") }
 func TrainerRuntimes() (string, error) {
 	return moduleSubdir(TrainerModule, "manifests/base/runtimes")
 }

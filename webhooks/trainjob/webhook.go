@@ -65,4 +65,3 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	return admission.Allowed("")
 }
-
