@@ -1,0 +1,112 @@
+# data-residency: a namespace labelled with a residency zone may only run pods
+# on nodes of that zone. Mutate (CREATE): restrict every replicated job's pods
+# with a node selector (one allowed value) or a required node affinity term
+# (several). Validate the effective pod templates, after every runtime patch,
+# on CREATE and UPDATE (controllers patch suspended jobs): each pod must be
+# restricted to the zone, and no selector or affinity may name another value.
+package mpiguard.policies.data_residency
+
+import data.mpiguard.lib
+
+default_params := {
+	"namespaceLabel": "mpiguard.io/data-residency",
+	"nodeLabel": "topology.kubernetes.io/region",
+	# zone name -> allowed node label values, e.g. {"eu": ["eu-west-1", "eu-central-1"]}.
+	"zones": {},
+}
+
+params := lib.params("data-residency", default_params)
+
+node_label := params.nodeLabel
+
+zone := input.namespace.labels[params.namespaceLabel]
+
+allowed := sort(params.zones[zone])
+
+terms_field := "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+deny contains lib.violation("metadata.namespace", lib.msg_unknown_zone(input.namespace.name, params.namespaceLabel, zone)) if {
+	lib.mpi_job
+	zone
+	not params.zones[zone]
+}
+
+deny contains lib.violation("spec.runtimePatches", lib.msg_not_restricted(rj, zone, node_label, allowed, why)) if {
+	lib.mpi_job
+	some rj in input.job.replicatedJobs
+	some why in problems(rj)
+}
+
+# problems lists why a replicated job's pods may leave the zone: a selector or
+# affinity naming another value, or (only when there is none) no restriction.
+problems(rj) := outside if {
+	outside := selector_outside(rj) | terms_outside(rj)
+	count(outside) > 0
+} else := {sprintf("no nodeSelector or required node affinity restricts %s", [node_label])} if {
+	not restricted(rj)
+} else := set()
+
+selector_outside(rj) := {sprintf("nodeSelector %s=%s is outside the zone", [node_label, v]) |
+	v := rj.nodeSelector[node_label]
+	not v in allowed
+}
+
+terms_outside(rj) := {sprintf("required node affinity allows %s=%s", [node_label, v]) |
+	some term in terms(rj)
+	some expr in object.get(term, "matchExpressions", [])
+	expr.key == node_label
+	expr.operator == "In"
+	some v in expr.values
+	not v in allowed
+}
+
+terms(rj) := object.get(rj, "requiredNodeSelectorTerms", [])
+
+restricted(rj) if rj.nodeSelector[node_label] in allowed
+
+# Terms are ORed: every term must restrict the label for the pod to be restricted.
+restricted(rj) if {
+	count(terms(rj)) > 0
+	every term in terms(rj) {
+		term_restricted(term)
+	}
+}
+
+term_restricted(term) if {
+	some expr in object.get(term, "matchExpressions", [])
+	expr.key == node_label
+	expr.operator == "In"
+	count(expr.values) > 0
+	every v in expr.values {
+		v in allowed
+	}
+}
+
+zone_expr := {"key": node_label, "operator": "In", "values": allowed}
+
+mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "spec.nodeSelector", "key": node_label, "value": allowed[0]} if {
+	lib.mpi_job
+	lib.is_create
+	count(allowed) == 1
+	some rj in input.job.replicatedJobs
+}
+
+# With several allowed values a node selector cannot express the zone, so the
+# zone expression is ANDed into every required term (kept idempotent: a term
+# already holding it is left alone).
+mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": terms_field, "value": with_zone(terms(rj))} if {
+	lib.mpi_job
+	lib.is_create
+	count(allowed) > 1
+	some rj in input.job.replicatedJobs
+}
+
+with_zone(ts) := [{"matchExpressions": [zone_expr]}] if count(ts) == 0
+
+with_zone(ts) := [add_zone(t) | some t in ts] if count(ts) > 0
+
+add_zone(t) := t if zone_expr in object.get(t, "matchExpressions", [])
+
+add_zone(t) := object.union(t, {"matchExpressions": array.concat(object.get(t, "matchExpressions", []), [zone_expr])}) if {
+	not zone_expr in object.get(t, "matchExpressions", [])
+}

@@ -1,0 +1,39 @@
+# istio-opt-out: MPI launchers reach workers over SSH on pod IPs and ranks talk
+# directly to each other; a sidecar or ambient proxy in the way breaks or slows
+# that traffic. Mutate (CREATE): label every pod template out of sidecar
+# injection and ambient mode. Validate: deny a pod template that explicitly
+# opts back in (exempt namespaces are skipped by the engine's exemptions).
+package mpiguard.policies.istio_opt_out
+
+import data.mpiguard.lib
+
+default_params := {
+	# Labels that keep pods out of the mesh.
+	"optOutLabels": {
+		"sidecar.istio.io/inject": "false",
+		"istio.io/dataplane-mode": "none",
+	},
+	# Label or annotation values that opt a pod back in.
+	"optIn": {
+		"sidecar.istio.io/inject": ["true"],
+		"istio.io/dataplane-mode": ["ambient"],
+	},
+}
+
+params := lib.params("istio-opt-out", default_params)
+
+mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "metadata.labels", "key": key, "value": value} if {
+	lib.mpi_job
+	lib.is_create
+	some rj in input.job.replicatedJobs
+	some key, value in params.optOutLabels
+}
+
+deny contains lib.violation("spec.runtimePatches", lib.msg_istio_opt_in(rj, where, key, value)) if {
+	lib.mpi_job
+	some rj in input.job.replicatedJobs
+	some where in ["labels", "annotations"]
+	some key, values in params.optIn
+	value := object.get(rj, where, {})[key]
+	value in values
+}

@@ -1,0 +1,44 @@
+package mpiguard.policies.istio_opt_out_test
+
+import data.mpiguard.policies.istio_opt_out
+
+job_input(op, pods) := {
+	"request": {"operation": op},
+	"namespace": {"name": "team-a"},
+	"trainJob": {"name": "train", "namespace": "team-a"},
+	"job": {"mpi": true, "replicatedJobs": pods},
+}
+
+test_labels_every_pod_template if {
+	inp := job_input("CREATE", [{"name": "launcher", "role": "launcher"}, {"name": "node", "role": "worker"}])
+	istio_opt_out.mutate == {
+		{"target": "podTemplate", "replicatedJob": "launcher", "field": "metadata.labels", "key": "sidecar.istio.io/inject", "value": "false"},
+		{"target": "podTemplate", "replicatedJob": "launcher", "field": "metadata.labels", "key": "istio.io/dataplane-mode", "value": "none"},
+		{"target": "podTemplate", "replicatedJob": "node", "field": "metadata.labels", "key": "sidecar.istio.io/inject", "value": "false"},
+		{"target": "podTemplate", "replicatedJob": "node", "field": "metadata.labels", "key": "istio.io/dataplane-mode", "value": "none"},
+	} with input as inp
+}
+
+test_opted_out_allowed if {
+	inp := job_input("UPDATE", [{"name": "node", "role": "worker", "labels": {"sidecar.istio.io/inject": "false"}}])
+	count(istio_opt_out.deny) == 0 with input as inp
+}
+
+test_sidecar_annotation_opt_in_denied if {
+	inp := job_input("CREATE", [{"name": "node", "role": "worker", "annotations": {"sidecar.istio.io/inject": "true"}}])
+	got := istio_opt_out.deny with input as inp
+	got == {{
+		"field": "spec.runtimePatches",
+		"msg": `pods of worker opt in to the Istio mesh (annotations sidecar.istio.io/inject="true"); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template, or ask an admin to exempt the namespace`,
+	}}
+}
+
+test_ambient_label_opt_in_denied if {
+	inp := job_input("CREATE", [{"name": "launcher", "role": "launcher", "labels": {"istio.io/dataplane-mode": "ambient"}}])
+	count(istio_opt_out.deny) == 1 with input as inp
+}
+
+test_non_mpi_untouched if {
+	inp := object.union(job_input("CREATE", [{"name": "node", "role": "worker"}]), {"job": {"mpi": false}})
+	count(istio_opt_out.mutate) == 0 with input as inp
+}

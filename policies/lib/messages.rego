@@ -1,0 +1,98 @@
+package mpiguard.lib
+
+# Every message mpiguard's policies return is built here: what was violated,
+# why (with the numbers), and how to fix it.
+
+# fix_text joins reductions ("workers to 1") and always offers the admin route last.
+fix_text(fixes, admin) := sprintf("reduce %s, or %s", [concat(" or ", fixes), admin]) if count(fixes) > 0
+
+fix_text(fixes, admin) := admin if count(fixes) == 0
+
+# aggregate-quota
+
+msg_quota_exceeded(key, need, breakdown, quota, hard, free, fixes) := sprintf(
+	"TrainJob needs %s %s (%s) but ResourceQuota %q has %s of %s free; %s",
+	[
+		key_display(key, need), key_label(key), breakdown, quota.name,
+		key_display(key, free), hard.display,
+		fix_text(fixes, "ask an admin to raise the quota"),
+	],
+)
+
+msg_quota_undeclared(quota, res, key, rj) := sprintf(
+	"ResourceQuota %q limits %s, so every container must declare a %s %s, but the %s pods have a container without one; set resources.%s.%s on every container of replicated job %q, or ask an admin to add a LimitRange default",
+	[quota.name, res, key.resource, trim_suffix(key.kind, "s"), role_label(rj), key.kind, key.resource, rj.name],
+)
+
+# slots-gpus
+
+msg_no_nodes(n) := sprintf(
+	"TrainJob has %d nodes (spec.trainer.numNodes) so no worker would run; set spec.trainer.numNodes to 1 or more",
+	[n],
+)
+
+msg_no_slots(slots) := sprintf(
+	"each worker gets %d MPI slots (spec.trainer.numProcPerNode) so mpirun would start no rank; set spec.trainer.numProcPerNode to 1 or more",
+	[slots],
+)
+
+msg_slots_not_gpus(slots, gpus) := sprintf(
+	"each worker gets %d MPI slots but has %d GPUs; slots per worker must equal GPUs per worker so every rank drives exactly one GPU; set spec.trainer.numProcPerNode to %d, or request %d GPUs per worker in spec.trainer.resourcesPerNode",
+	[slots, gpus, gpus, slots],
+)
+
+msg_slots_over_gpus(slots, gpus) := sprintf(
+	"each worker gets %d MPI slots but has only %d GPUs; slots per worker must not exceed GPUs per worker or ranks would share a GPU; set spec.trainer.numProcPerNode to %d or less, or request %d GPUs per worker in spec.trainer.resourcesPerNode",
+	[slots, gpus, gpus, slots],
+)
+
+msg_slots_over_cpus(slots, cpus) := sprintf(
+	"each CPU-only worker gets %d MPI slots but only %s CPUs, so ranks will share CPUs and run slower; set spec.trainer.numProcPerNode to %s or less, or request %d CPUs per worker in spec.trainer.resourcesPerNode",
+	[slots, cpus, cpus, slots],
+)
+
+msg_reserved_env(name, field) := sprintf(
+	"%s sets %s, which the MPI plugin reserves: overriding it desynchronises mpirun from the hostfile the Trainer renders; remove %s from %s",
+	[field, name, name, field],
+)
+
+# max-duration
+
+msg_over_max_duration(seconds, limit_seconds, source) := sprintf(
+	"TrainJob may run for %s hours (spec.activeDeadlineSeconds %d) but %s allows at most %s hours; set spec.activeDeadlineSeconds to %d (%s hours) or less, or ask an admin to raise the limit",
+	[hours(seconds), seconds, source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
+)
+
+msg_no_duration(limit_seconds, source) := sprintf(
+	"TrainJob has no spec.activeDeadlineSeconds, so it may run forever, but %s allows at most %s hours; set spec.activeDeadlineSeconds to %d (%s hours) or less",
+	[source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
+)
+
+# hours shows a number of seconds in hours: 24, or 1.5 when not whole.
+hours(seconds) := format_int(seconds / 3600, 10) if seconds % 3600 == 0
+
+hours(seconds) := sprintf("%.1f", [seconds / 3600]) if seconds % 3600 != 0
+
+msg_bad_duration_annotation(ns, annotation, value) := sprintf(
+	"namespace %q has annotation %s=%q, which is not a positive number of hours, so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation",
+	[ns, annotation, value],
+)
+
+# data-residency
+
+msg_unknown_zone(ns, label, zone) := sprintf(
+	"namespace %q is labelled %s=%q but no such data residency zone is configured, so mpiguard cannot tell where its pods may run; ask an admin to add zone %q to the data-residency parameters or fix the label",
+	[ns, label, zone, zone],
+)
+
+msg_not_restricted(rj, zone, node_label, allowed, why) := sprintf(
+	"pods of %s may run outside data residency zone %q: %s; restrict them to %s in {%s} (remove selectors and required affinity for other values)",
+	[role_label(rj), zone, why, node_label, concat(", ", allowed)],
+)
+
+# istio-opt-out
+
+msg_istio_opt_in(rj, where, key, value) := sprintf(
+	"pods of %s opt in to the Istio mesh (%s %s=%q); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove %s from the pod template, or ask an admin to exempt the namespace",
+	[role_label(rj), where, key, value, key],
+)

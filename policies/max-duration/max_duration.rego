@@ -1,0 +1,63 @@
+# max-duration: every TrainJob gets a deadline. Mutate: set
+# spec.activeDeadlineSeconds on CREATE when absent (cluster default). Validate:
+# deny a deadline above the ceiling (cluster default, or the namespace's own
+# limit from an admin-set annotation, which may lower or raise it).
+# spec.activeDeadlineSeconds is immutable, so only CREATE is checked.
+package mpiguard.policies.max_duration
+
+import data.mpiguard.lib
+
+default_params := {
+	"defaultHours": 24,
+	"maxHours": 168,
+	"namespaceAnnotation": "mpiguard.io/max-duration-hours",
+}
+
+params := lib.params("max-duration", default_params)
+
+ns := input.namespace
+
+annotation_value := ns.annotations[params.namespaceAnnotation]
+
+valid_annotation if {
+	regex.match(`^[0-9]+(\.[0-9]+)?$`, annotation_value)
+	to_number(annotation_value) > 0
+}
+
+# limit_seconds and limit_source: the namespace annotation wins over the cluster ceiling.
+limit_seconds := round(to_number(annotation_value) * 3600) if valid_annotation
+
+else := round(params.maxHours * 3600)
+
+limit_source := sprintf("namespace %q (annotation %s)", [ns.name, params.namespaceAnnotation]) if valid_annotation
+
+else := "the cluster"
+
+deadline := object.get(input.trainJob, "activeDeadlineSeconds", 0)
+
+default_seconds := min([round(params.defaultHours * 3600), limit_seconds])
+
+mutate contains {"target": "trainJob", "field": "spec.activeDeadlineSeconds", "value": default_seconds} if {
+	lib.mpi_job
+	lib.is_create
+	deadline == 0
+}
+
+deny contains lib.violation("spec.activeDeadlineSeconds", lib.msg_over_max_duration(deadline, limit_seconds, limit_source)) if {
+	lib.mpi_job
+	lib.is_create
+	deadline > limit_seconds
+}
+
+deny contains lib.violation("spec.activeDeadlineSeconds", lib.msg_no_duration(limit_seconds, limit_source)) if {
+	lib.mpi_job
+	lib.is_create
+	deadline == 0
+}
+
+deny contains lib.violation("metadata.namespace", lib.msg_bad_duration_annotation(ns.name, params.namespaceAnnotation, annotation_value)) if {
+	lib.mpi_job
+	lib.is_create
+	annotation_value
+	not valid_annotation
+}
