@@ -44,9 +44,13 @@ type Reconciler struct {
 	applied   *appliedRecords
 }
 
-// SetupWithManager registers the NetworkPolicy controller with mgr. The manager's
-// scheme must hold the Trainer v1alpha1, core and networking/v1 types.
+// SetupWithManager registers the NetworkPolicy controller with mgr unless
+// opts.Enabled is false. The manager's scheme must hold the Trainer v1alpha1,
+// core and networking/v1 types.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if !opts.Enabled {
+		return nil
+	}
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return err

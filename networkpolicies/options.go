@@ -1,9 +1,10 @@
 package networkpolicies
 
 import (
-	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Defaults used when neither the namespace nor the runtime says otherwise.
@@ -25,9 +26,13 @@ var DefaultWorkerPorts = PortRange{Start: 50000, End: 50999}
 // DefaultDNSPodLabels select the cluster DNS pods inside DNSNamespace.
 func DefaultDNSPodLabels() map[string]string { return map[string]string{"k8s-app": "kube-dns"} }
 
-// Options configure the controller. The zero value is usable: every empty field
-// takes the default above.
+// Options configure the controller. Apart from Enabled, every empty field takes
+// the default above.
 type Options struct {
+	// Enabled runs the controller. When false, policies already written stay as
+	// they are (neither repaired nor removed); their owner references still let
+	// the garbage collector remove them with their TrainJobs.
+	Enabled bool
 	// DefaultTemplate applies when neither namespace nor runtime chooses one.
 	DefaultTemplate Template
 	// SSHPort is the sshd port the restricted template opens from the Launcher.
@@ -44,6 +49,9 @@ type Options struct {
 	// MaxConcurrentReconciles bounds parallel reconciles; 0 means 4.
 	MaxConcurrentReconciles int
 }
+
+// DefaultOptions runs the controller with every default.
+func DefaultOptions() Options { return Options{Enabled: true} }
 
 // withDefaults fills every empty field; callers keep their Options untouched.
 func (o Options) withDefaults() Options {
@@ -68,8 +76,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// validate rejects options that would make every policy wrong, at start-up
-// rather than per job.
+// Validate rejects options that would make every policy wrong, at start-up
+// rather than per job. Empty fields are valid (they take the defaults).
+func (o Options) Validate() error {
+	return o.withDefaults().validate()
+}
+
 func (o Options) validate() error {
 	if _, err := ParseTemplate(string(o.DefaultTemplate)); err != nil {
 		return fmt.Errorf("networkpolicies: default template: %w", err)
@@ -87,9 +99,10 @@ func (o Options) validate() error {
 	return nil
 }
 
-// BindFlags registers command-line flags for the options, prefixed
-// "network-policy-", so cmd/mpiguard can expose them with one call.
-func (o *Options) BindFlags(fs *flag.FlagSet) {
+// AddFlags binds the controller's flags, all prefixed "network-policy".
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Enabled, "network-policies", o.Enabled,
+		"Keep one NetworkPolicy per MPI TrainJob, selecting only that job's pods, and repair edits and deletions of it.")
 	fs.Func("network-policy-default-template",
 		fmt.Sprintf("template for MPI TrainJobs whose namespace and runtime choose none: %s, %s or %s (default %s)",
 			TemplateJobIsolated, TemplateRestricted, TemplateOff, TemplateJobIsolated),

@@ -1,21 +1,22 @@
 package networkpolicies
 
 import (
-	"flag"
 	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 )
 
-func TestBindFlags(t *testing.T) {
+func TestAddFlags(t *testing.T) {
 	cases := map[string]struct {
 		args    []string
 		want    Options
 		wantErr bool
 	}{
-		"no flags: zero options (defaults are filled at setup)": {args: nil, want: Options{}},
+		"no flags: enabled, other defaults filled at setup": {args: nil, want: Options{Enabled: true}},
+		"disabled": {args: []string{"--network-policies=false"}, want: Options{}},
 		"every flag": {
 			args: []string{
 				"--network-policy-default-template=restricted",
@@ -26,6 +27,7 @@ func TestBindFlags(t *testing.T) {
 				"--network-policy-dns=dns/app=coredns,tier=infra",
 			},
 			want: Options{
+				Enabled:         true,
 				DefaultTemplate: TemplateRestricted, SSHPort: 22, WorkerPorts: PortRange{40000, 40999},
 				ExtraEgress: []EgressRule{
 					{CIDR: "10.0.0.0/8", Protocol: corev1.ProtocolTCP, Ports: PortRange{Start: 443}},
@@ -41,10 +43,10 @@ func TestBindFlags(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			var got Options
-			got.BindFlags(fs)
+			got := DefaultOptions()
+			got.AddFlags(fs)
 			err := fs.Parse(tc.args)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Parse error = %v, wantErr %v", err, tc.wantErr)

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
@@ -17,6 +18,8 @@ type Options struct {
 	TrainJobWebhooks bool
 	// RuntimePublisher publishes the curated MPI ClusterTrainingRuntimes.
 	RuntimePublisher publisher.Options
+	// NetworkPolicies keeps one NetworkPolicy per MPI TrainJob.
+	NetworkPolicies networkpolicies.Options
 }
 
 // DefaultOptions enables everything.
@@ -24,6 +27,7 @@ func DefaultOptions() Options {
 	return Options{
 		TrainJobWebhooks: true,
 		RuntimePublisher: publisher.DefaultOptions(),
+		NetworkPolicies:  networkpolicies.DefaultOptions(),
 	}
 }
 
@@ -31,6 +35,7 @@ func DefaultOptions() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TrainJobWebhooks, "trainjob-webhooks", o.TrainJobWebhooks, "Serve the TrainJob admission webhooks.")
 	o.RuntimePublisher.AddFlags(fs)
+	o.NetworkPolicies.AddFlags(fs)
 }
 
 // Setup registers every enabled controller and webhook with the manager.
@@ -41,6 +46,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if err := publisher.SetupWithManager(mgr, opts.RuntimePublisher); err != nil {
+		return err
+	}
+	if err := networkpolicies.SetupWithManager(mgr, opts.NetworkPolicies); err != nil {
 		return err
 	}
 	return nil
