@@ -1,0 +1,119 @@
+// Package runtimetemplate serves the validating webhook for ClusterTrainingRuntime
+// and TrainingRuntime templates with an MPI policy: it flags what the Trainer's
+// own webhook does not check (and, unlike upstream, checks updates too).
+package runtimetemplate
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Paths at which the webhook is served; config/webhook is generated from the markers below.
+const (
+	ClusterTrainingRuntimePath = "/validate-mpiguard-trainer-kubeflow-org-v1alpha1-clustertrainingruntime"
+	TrainingRuntimePath        = "/validate-mpiguard-trainer-kubeflow-org-v1alpha1-trainingruntime"
+)
+
+// +kubebuilder:webhook:path=/validate-mpiguard-trainer-kubeflow-org-v1alpha1-clustertrainingruntime,mutating=false,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=clustertrainingruntimes,verbs=create;update,versions=v1alpha1,name=vclustertrainingruntime.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:webhook:path=/validate-mpiguard-trainer-kubeflow-org-v1alpha1-trainingruntime,mutating=false,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainingruntimes,verbs=create;update,versions=v1alpha1,name=vtrainingruntime.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5
+
+// Options configures the runtime template webhook.
+type Options struct {
+	// Enabled serves the webhook.
+	Enabled bool
+}
+
+// DefaultOptions serves the webhook.
+func DefaultOptions() Options { return Options{Enabled: true} }
+
+// SetupWithManager registers the webhook on the manager's webhook server.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if !opts.Enabled {
+		return nil
+	}
+	d := admission.NewDecoder(mgr.GetScheme())
+	mgr.GetWebhookServer().Register(ClusterTrainingRuntimePath, &webhook.Admission{Handler: &Validator{decoder: d}})
+	mgr.GetWebhookServer().Register(TrainingRuntimePath, &webhook.Admission{Handler: &Validator{decoder: d}})
+	return nil
+}
+
+// Validator validates both runtime kinds: they share TrainingRuntimeSpec.
+type Validator struct {
+	decoder admission.Decoder
+}
+
+// NewValidator returns a Validator that decodes with d.
+func NewValidator(d admission.Decoder) *Validator { return &Validator{decoder: d} }
+
+// Handle decodes the runtime, validates its MPI template and answers with
+// denials and admission warnings.
+func (v *Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	spec, deleting, err := v.decodeSpec(req, false)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	errs, warnings := Validate(spec)
+	if req.Operation == admissionv1.Update && len(errs) > 0 {
+		oldSpec, _, err := v.decodeSpec(req, true)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		// Metadata-only updates (finalizers, labels) and updates of an object being
+		// deleted must pass, or a runtime created before this webhook could never
+		// be cleaned up; problems are still reported as warnings.
+		if deleting || equality.Semantic.DeepEqual(oldSpec, spec) {
+			warnings = append(errs, warnings...)
+			errs = nil
+		}
+	}
+	resp := admission.Allowed("")
+	if len(errs) > 0 {
+		resp = admission.Denied(fmt.Sprintf("%s %q is not a usable MPI runtime: %s", req.Kind.Kind, req.Name, errs.ToAggregate().Error()))
+	}
+	return resp.WithWarnings(warningStrings(warnings)...)
+}
+
+func (v *Validator) decodeSpec(req admission.Request, old bool) (*trainer.TrainingRuntimeSpec, bool, error) {
+	raw := req.Object
+	if old {
+		raw = req.OldObject
+	}
+	switch req.Kind.Kind {
+	case trainer.ClusterTrainingRuntimeKind:
+		var rt trainer.ClusterTrainingRuntime
+		if err := v.decoder.DecodeRaw(raw, &rt); err != nil {
+			return nil, false, fmt.Errorf("decoding ClusterTrainingRuntime: %w", err)
+		}
+		return &rt.Spec, rt.DeletionTimestamp != nil, nil
+	case trainer.TrainingRuntimeKind:
+		var rt trainer.TrainingRuntime
+		if err := v.decoder.DecodeRaw(raw, &rt); err != nil {
+			return nil, false, fmt.Errorf("decoding TrainingRuntime: %w", err)
+		}
+		return &rt.Spec, rt.DeletionTimestamp != nil, nil
+	default:
+		return nil, false, fmt.Errorf("unexpected kind %q: this webhook validates ClusterTrainingRuntime and TrainingRuntime", req.Kind.Kind)
+	}
+}
+
+// warningStrings renders warnings like field errors ("path: message"), the
+// form kubectl prints after "Warning:".
+func warningStrings(warnings field.ErrorList) []string {
+	out := make([]string, 0, len(warnings))
+	for _, w := range warnings {
+		out = append(out, fmt.Sprintf("%s: %s", w.Field, w.Detail))
+	}
+	return out
+}
