@@ -55,7 +55,7 @@ lint: ## golangci-lint, gofmt check and Rego strict check.
 
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder markers.
-	$(CONTROLLER_GEN) rbac:roleName=mpiguard crd webhook paths="./..." \
+	$(CONTROLLER_GEN) rbac:roleName=manager crd webhook paths="./..." \
 	  output:crd:artifacts:config=config/crd/bases \
 	  output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook

@@ -1,0 +1,114 @@
+// Package config checks that the kustomize installation in config/ renders and
+// that the real kube-apiserver accepts every object it renders (server-side
+// dry-run, with the Trainer and cert-manager CRDs installed).
+package config
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/mpiguard/mpiguard/test/framework"
+)
+
+var env *framework.Env
+
+func TestConfig(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Config")
+}
+
+var _ = BeforeSuite(func(_ context.Context) {
+	certManagerCRDs, err := framework.CertManagerCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	env = framework.StartSuite(context.Background(), framework.Options{
+		Name:         "config",
+		ExtraCRDDirs: []string{certManagerCRDs},
+		NoManager:    true,
+	})
+}, NodeTimeout(framework.SuiteStartTimeout))
+
+// build renders a kustomization the way `kustomize build` does.
+func build(dir string) []*unstructured.Unstructured {
+	GinkgoHelper()
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).
+		Run(filesys.MakeFsOnDisk(), filepath.Join(framework.RepoRoot(), dir))
+	Expect(err).NotTo(HaveOccurred(), "kustomize build %s", dir)
+	out, err := resMap.AsYaml()
+	Expect(err).NotTo(HaveOccurred())
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+var _ = Describe("config/default", func() {
+	It("is accepted by the apiserver (server-side dry-run)", func(ctx context.Context) {
+		objs := build("config/default")
+		Expect(objs).NotTo(BeEmpty())
+		kinds := map[string]int{}
+		for _, o := range objs {
+			kinds[o.GetKind()]++
+			// The namespace is created for real: namespaced objects cannot be
+			// dry-run into a namespace that does not exist.
+			if o.GetKind() == "Namespace" {
+				Expect(env.Client.Create(ctx, o.DeepCopy())).To(Succeed())
+			}
+		}
+		for _, o := range objs {
+			if o.GetKind() == "Namespace" {
+				continue
+			}
+			err := env.Client.Patch(ctx, o, client.Apply, client.DryRunAll, client.FieldOwner("mpiguard-config-test"), client.ForceOwnership)
+			Expect(err).NotTo(HaveOccurred(), "server-side dry-run of %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+		for _, kind := range []string{"Deployment", "PodDisruptionBudget", "Service", "Issuer", "Certificate", "ValidatingWebhookConfiguration", "ClusterRole", "ServiceAccount"} {
+			Expect(kinds).To(HaveKey(kind), "config/default renders no %s", kind)
+		}
+	})
+
+	It("keeps every webhook away from mpiguard's namespace and kube-system and injects the CA", func() {
+		for _, o := range build("config/default") {
+			var webhooks []any
+			switch o.GetKind() {
+			case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+				webhooks, _, _ = unstructured.NestedSlice(o.Object, "webhooks")
+			default:
+				continue
+			}
+			Expect(o.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", "mpiguard-system/mpiguard-serving-cert"))
+			for _, w := range webhooks {
+				var hook admissionregistrationv1.ValidatingWebhook
+				Expect(runtimeFromUnstructured(w.(map[string]any), &hook)).To(Succeed())
+				Expect(hook.NamespaceSelector).NotTo(BeNil(), "webhook %s has no namespaceSelector: add it to config/webhook's patches", hook.Name)
+				Expect(hook.NamespaceSelector.MatchExpressions).To(ContainElement(HaveField("Values", ContainElements("mpiguard-system", "kube-system"))), "webhook %s", hook.Name)
+				Expect(hook.ClientConfig.Service).NotTo(BeNil())
+				Expect(hook.ClientConfig.Service.Name).To(Equal("mpiguard-webhook-service"))
+				Expect(hook.TimeoutSeconds).NotTo(BeNil(), "webhook %s needs a short timeout", hook.Name)
+				Expect(*hook.TimeoutSeconds).To(BeNumerically("<=", 10))
+			}
+		}
+	})
+})
