@@ -11,10 +11,13 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mpiguard/mpiguard/runtimes/constraints"
 )
 
 // Paths at which the webhook is served; config/webhook is generated from the markers below.
@@ -60,20 +63,24 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
-	spec, deleting, err := v.decodeSpec(req, false)
+	meta, spec, err := v.decode(req, false)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	errs, warnings := Validate(spec)
+	// Malformed constraint annotations would silently lift a limit the admin meant.
+	_, constraintErrs := constraints.Parse(meta.Annotations)
+	errs = append(errs, constraintErrs...)
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
-		oldSpec, _, err := v.decodeSpec(req, true)
+		oldMeta, oldSpec, err := v.decode(req, true)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		// Metadata-only updates (finalizers, labels) and updates of an object being
-		// deleted must pass, or a runtime created before this webhook could never
-		// be cleaned up; problems are still reported as warnings.
-		if deleting || equality.Semantic.DeepEqual(oldSpec, spec) {
+		// Updates that change neither spec nor constraints (finalizers, labels) and
+		// updates of an object being deleted must pass, or a runtime created before
+		// this webhook could never be cleaned up; problems become warnings.
+		sameConstraints := equality.Semantic.DeepEqual(constraintAnnotations(oldMeta), constraintAnnotations(meta))
+		if meta.DeletionTimestamp != nil || (sameConstraints && equality.Semantic.DeepEqual(oldSpec, spec)) {
 			warnings = append(errs, warnings...)
 			errs = nil
 		}
@@ -85,7 +92,9 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	return resp.WithWarnings(warningStrings(warnings)...)
 }
 
-func (v *Validator) decodeSpec(req admission.Request, old bool) (*trainer.TrainingRuntimeSpec, bool, error) {
+// decode returns the metadata and spec of the (old) object: both kinds share
+// TrainingRuntimeSpec, so the rules see one typed view.
+func (v *Validator) decode(req admission.Request, old bool) (*metav1.ObjectMeta, *trainer.TrainingRuntimeSpec, error) {
 	raw := req.Object
 	if old {
 		raw = req.OldObject
@@ -94,18 +103,28 @@ func (v *Validator) decodeSpec(req admission.Request, old bool) (*trainer.Traini
 	case trainer.ClusterTrainingRuntimeKind:
 		var rt trainer.ClusterTrainingRuntime
 		if err := v.decoder.DecodeRaw(raw, &rt); err != nil {
-			return nil, false, fmt.Errorf("decoding ClusterTrainingRuntime: %w", err)
+			return nil, nil, fmt.Errorf("decoding ClusterTrainingRuntime: %w", err)
 		}
-		return &rt.Spec, rt.DeletionTimestamp != nil, nil
+		return &rt.ObjectMeta, &rt.Spec, nil
 	case trainer.TrainingRuntimeKind:
 		var rt trainer.TrainingRuntime
 		if err := v.decoder.DecodeRaw(raw, &rt); err != nil {
-			return nil, false, fmt.Errorf("decoding TrainingRuntime: %w", err)
+			return nil, nil, fmt.Errorf("decoding TrainingRuntime: %w", err)
 		}
-		return &rt.Spec, rt.DeletionTimestamp != nil, nil
+		return &rt.ObjectMeta, &rt.Spec, nil
 	default:
-		return nil, false, fmt.Errorf("unexpected kind %q: this webhook validates ClusterTrainingRuntime and TrainingRuntime", req.Kind.Kind)
+		return nil, nil, fmt.Errorf("unexpected kind %q: this webhook validates ClusterTrainingRuntime and TrainingRuntime", req.Kind.Kind)
 	}
+}
+
+func constraintAnnotations(meta *metav1.ObjectMeta) map[string]string {
+	out := map[string]string{}
+	for _, k := range constraints.Keys {
+		if v, ok := meta.Annotations[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // warningStrings renders warnings like field errors ("path: message"), the

@@ -53,6 +53,8 @@ func TestHandle(t *testing.T) {
 	badDeleting.Finalizers = nil
 	noIstio := good.DeepCopy()
 	noIstio.Spec.Template.Spec.ReplicatedJobs[worker].Template.Spec.Template.Labels = nil
+	badConstraint := good.DeepCopy()
+	badConstraint.Annotations = map[string]string{"mpiguard.io/max-workers": "lots"}
 	nsGood := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "rt", Namespace: "team-a"}, Spec: good.Spec}
 	nsBad := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "rt", Namespace: "team-a"}, Spec: bad.Spec}
 
@@ -96,6 +98,10 @@ func TestHandle(t *testing.T) {
 		"TrainingRuntime update bad is denied (upstream only checks creates)": {
 			req:  request(t, admissionv1.Update, "TrainingRuntime", nsBad, nsGood),
 			want: result{Message: `TrainingRuntime "rt" is not a usable MPI runtime`},
+		},
+		"malformed constraint annotation is denied": {
+			req:  request(t, admissionv1.Create, "ClusterTrainingRuntime", badConstraint, nil),
+			want: result{Message: `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "lots": must be a whole number of Workers`},
 		},
 		"delete is allowed": {
 			req:  request(t, admissionv1.Delete, "ClusterTrainingRuntime", nil, bad),

@@ -1,0 +1,129 @@
+package constraints
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestParse(t *testing.T) {
+	ann := func(k, v string) *field.Path { return field.NewPath("metadata", "annotations").Key(k) }
+	cases := map[string]struct {
+		annotations map[string]string
+		want        Constraints
+		wantErrs    field.ErrorList
+	}{
+		"none": {},
+		"all four": {
+			annotations: map[string]string{
+				AnnotationMaxWorkers:         "8",
+				AnnotationMaxGPUsPerWorker:   " 4 ",
+				AnnotationRequiredNodeLabels: "pool=gpu, nvidia.com/gpu.present",
+				AnnotationAllowedNamespaces:  "team-a,ml-*",
+				"unrelated":                  "x",
+			},
+			want: Constraints{
+				MaxWorkers:         ptrTo[int32](8),
+				MaxGPUsPerWorker:   ptrTo[int64](4),
+				RequiredNodeLabels: map[string]string{"pool": "gpu", "nvidia.com/gpu.present": ""},
+				AllowedNamespaces:  []string{"team-a", "ml-*"},
+			},
+		},
+		"zero GPUs is a limit, zero Workers is not": {
+			annotations: map[string]string{AnnotationMaxWorkers: "0", AnnotationMaxGPUsPerWorker: "0"},
+			want:        Constraints{MaxGPUsPerWorker: ptrTo[int64](0)},
+			wantErrs:    field.ErrorList{field.Invalid(ann(AnnotationMaxWorkers, ""), "0", "")},
+		},
+		"garbage is reported, good ones are kept": {
+			annotations: map[string]string{
+				AnnotationMaxWorkers:         "eight",
+				AnnotationMaxGPUsPerWorker:   "2",
+				AnnotationRequiredNodeLabels: "bad key!=x",
+				AnnotationAllowedNamespaces:  ", ,",
+			},
+			want: Constraints{MaxGPUsPerWorker: ptrTo[int64](2)},
+			wantErrs: field.ErrorList{
+				field.Invalid(ann(AnnotationMaxWorkers, ""), "eight", ""),
+				field.Invalid(ann(AnnotationRequiredNodeLabels, ""), "bad key!=x", ""),
+				field.Invalid(ann(AnnotationRequiredNodeLabels, ""), "bad key!=x", ""),
+				field.Invalid(ann(AnnotationAllowedNamespaces, ""), ", ,", ""),
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, errs := Parse(tc.annotations)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("constraints (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantErrs, errs, cmpopts.IgnoreFields(field.Error{}, "Detail"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseMessage(t *testing.T) {
+	_, errs := Parse(map[string]string{AnnotationMaxWorkers: "-3"})
+	want := `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "-3": must be a whole number of Workers, at least 1 (e.g. "8")`
+	if diff := cmp.Diff(want, errs.ToAggregate().Error()); diff != "" {
+		t.Errorf("message (-want +got):\n%s", diff)
+	}
+}
+
+func TestJSONForPolicyInput(t *testing.T) {
+	c, _ := Parse(map[string]string{AnnotationMaxWorkers: "2", AnnotationAllowedNamespaces: "a"})
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(`{"maxWorkers":2,"allowedNamespaces":["a"]}`, string(b)); diff != "" {
+		t.Errorf("JSON (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	c := Constraints{
+		MaxWorkers:         ptrTo[int32](4),
+		MaxGPUsPerWorker:   ptrTo[int64](2),
+		RequiredNodeLabels: map[string]string{"pool": "gpu", "fast-net": ""},
+		AllowedNamespaces:  []string{"ml-*"},
+	}
+	pinned := map[string]map[string]string{
+		"launcher": {"pool": "gpu", "fast-net": "true"},
+		"worker":   {"pool": "gpu", "fast-net": "true"},
+	}
+	cases := map[string]struct {
+		job  Job
+		want []string
+	}{
+		"within every limit": {
+			job: Job{Namespace: "ml-a", RuntimeName: "rt", Workers: 4, GPUsPerWorker: 2, PodNodeLabels: pinned},
+		},
+		"everything violated": {
+			job: Job{Namespace: "web", RuntimeName: "rt", Workers: 6, GPUsPerWorker: 8, PodNodeLabels: map[string]map[string]string{
+				"launcher": {"pool": "cpu"}, "worker": {"pool": "gpu", "fast-net": "x"},
+			}},
+			want: []string{
+				`spec.runtimeRef.name: Forbidden: runtime rt may only be used from namespaces ml-*, and this TrainJob is in "web"; use another runtime or ask a cluster admin to allow the namespace (mpiguard.io/allowed-namespaces)`,
+				`spec.trainer.numNodes: Invalid value: 6: asks for 6 Workers but runtime rt allows at most 4 per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to 4 or less`,
+				`spec.trainer.resourcesPerNode: Invalid value: 8: gives each Worker 8 GPUs but runtime rt allows at most 2 per Worker (mpiguard.io/max-gpus-per-worker); request 2 or fewer GPUs per node and add Workers instead`,
+				`spec.podTemplateOverrides: Invalid value: "launcher": the launcher pods are not pinned to nodes labelled fast-net, pool=gpu, which runtime rt requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, e := range c.Check(tc.job) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
