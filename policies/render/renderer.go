@@ -22,6 +22,8 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	trainerruntime "github.com/kubeflow/trainer/v2/pkg/runtime"
 	runtimecore "github.com/kubeflow/trainer/v2/pkg/runtime/core"
+	fwkcore "github.com/kubeflow/trainer/v2/pkg/runtime/framework/core"
+	fwkplugins "github.com/kubeflow/trainer/v2/pkg/runtime/framework/plugins"
 )
 
 // Input is everything a TrainJob's pods depend on.
@@ -42,6 +44,10 @@ type Input struct {
 // Build it once (NewRenderer) and share it: Render is safe for concurrent use.
 type Renderer struct {
 	runtimes map[string]trainerruntime.Runtime
+	// framework is a second instance of the Trainer's plugin framework with the same
+	// registry the runtimes use: it runs the component builder plugins (JobSet, MPI
+	// hostfile, PodGroup) on the runtime info, exactly as Runtime.NewObjects does.
+	framework *fwkcore.Framework
 }
 
 // NewRenderer initialises the Trainer's runtime framework offline (fake client,
@@ -56,11 +62,16 @@ func NewRenderer(ctx context.Context) (*Renderer, error) {
 	cfg := &configapi.Configuration{}
 	configapi.SetDefaults_Configuration(cfg)
 
-	runtimes, err := runtimecore.New(ctx, newOfflineClient(scheme), noopIndexer{}, cfg)
+	c := newOfflineClient(scheme)
+	runtimes, err := runtimecore.New(ctx, c, noopIndexer{}, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("initialising the Trainer runtime framework: %w", err)
 	}
-	return &Renderer{runtimes: runtimes}, nil
+	fwk, err := fwkcore.New(ctx, c, fwkplugins.NewRegistry(), noopIndexer{}, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("initialising the Trainer plugin framework: %w", err)
+	}
+	return &Renderer{runtimes: runtimes, framework: fwk}, nil
 }
 
 // Render returns what in.TrainJob will create with in.Runtime: the JobSet the Trainer
@@ -71,7 +82,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	if r == nil || r.runtimes == nil {
 		return nil, errors.New("render: Renderer is not initialised; build it with NewRenderer")
 	}
-	trainJob, runtimeObj, err := prepareInput(in)
+	trainJob, runtimeObj, spec, err := prepareInput(in)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +99,17 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 			view, err = nil, fmt.Errorf("render: TrainJob %s: the Trainer runtime failed on this input: %v", trainJob.Name, p)
 		}
 	}()
-	objects, err := rt.NewObjects(withRenderRequest(ctx, &renderRequest{runtime: runtimeObj}), trainJob)
+	// Runtime.NewObjects is: read the runtime (or its snapshot), RuntimeInfo, then
+	// RunComponentBuilderPlugins. The runtime snapshot it also writes is a YAML copy
+	// of the runtime kept for later reconciles; it changes nothing that is built, and
+	// YAML-encoding it would be most of the render's cost. So the same steps run here
+	// without it; the fidelity suite (test/integration/render) compares the result
+	// with the JobSet the real Trainer controller creates.
+	info, err := rt.RuntimeInfo(trainJob, spec.Template, spec.MLPolicy, spec.PodGroupPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("render: TrainJob %s: the Trainer cannot apply runtime %s %q: %w", trainJob.Name, *trainJob.Spec.RuntimeRef.Kind, runtimeObj.GetName(), err)
+	}
+	objects, err := r.framework.RunComponentBuilderPlugins(withRenderRequest(ctx, &renderRequest{runtime: runtimeObj}), info, trainJob)
 	if err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: the Trainer cannot build its objects: %w", trainJob.Name, err)
 	}
@@ -142,9 +163,9 @@ func replicaCounts(ac *jobsetv1alpha2ac.JobSetApplyConfiguration) []int32 {
 }
 
 // prepareInput checks in and returns deep copies the Trainer may mutate.
-func prepareInput(in Input) (*trainer.TrainJob, client.Object, error) {
+func prepareInput(in Input) (*trainer.TrainJob, client.Object, *trainer.TrainingRuntimeSpec, error) {
 	if in.TrainJob == nil {
-		return nil, nil, errors.New("render: no TrainJob given")
+		return nil, nil, nil, errors.New("render: no TrainJob given")
 	}
 	trainJob := in.TrainJob.DeepCopy()
 	if trainJob.Name == "" {
@@ -153,23 +174,23 @@ func prepareInput(in Input) (*trainer.TrainJob, client.Object, error) {
 		trainJob.Name = trainJob.GenerateName + "pending"
 	}
 	if trainJob.Spec.RuntimeRef.Name == "" {
-		return nil, nil, fmt.Errorf("render: TrainJob %s: spec.runtimeRef.name is empty", trainJob.Name)
+		return nil, nil, nil, fmt.Errorf("render: TrainJob %s: spec.runtimeRef.name is empty", trainJob.Name)
 	}
 
 	var runtimeObj client.Object
-	var mlPolicy *trainer.MLPolicy
+	var spec *trainer.TrainingRuntimeSpec
 	var kind string
 	switch rt := in.Runtime.(type) {
 	case *trainer.ClusterTrainingRuntime:
 		if rt == nil {
-			return nil, nil, missingRuntime(trainJob)
+			return nil, nil, nil, missingRuntime(trainJob)
 		}
 		c := rt.DeepCopy()
 		c.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.ClusterTrainingRuntimeKind))
-		runtimeObj, mlPolicy, kind = c, c.Spec.MLPolicy, trainer.ClusterTrainingRuntimeKind
+		runtimeObj, spec, kind = c, &c.Spec, trainer.ClusterTrainingRuntimeKind
 	case *trainer.TrainingRuntime:
 		if rt == nil {
-			return nil, nil, missingRuntime(trainJob)
+			return nil, nil, nil, missingRuntime(trainJob)
 		}
 		c := rt.DeepCopy()
 		c.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.TrainingRuntimeKind))
@@ -177,14 +198,14 @@ func prepareInput(in Input) (*trainer.TrainJob, client.Object, error) {
 			c.Namespace = trainJob.Namespace
 		}
 		if c.Namespace != trainJob.Namespace {
-			return nil, nil, fmt.Errorf("render: TrainJob %s/%s: TrainingRuntime %s/%s is in another namespace; a TrainJob can only use a TrainingRuntime of its own namespace",
+			return nil, nil, nil, fmt.Errorf("render: TrainJob %s/%s: TrainingRuntime %s/%s is in another namespace; a TrainJob can only use a TrainingRuntime of its own namespace",
 				trainJob.Namespace, trainJob.Name, c.Namespace, c.Name)
 		}
-		runtimeObj, mlPolicy, kind = c, c.Spec.MLPolicy, trainer.TrainingRuntimeKind
+		runtimeObj, spec, kind = c, &c.Spec, trainer.TrainingRuntimeKind
 	case nil:
-		return nil, nil, missingRuntime(trainJob)
+		return nil, nil, nil, missingRuntime(trainJob)
 	default:
-		return nil, nil, fmt.Errorf("render: TrainJob %s: runtime has type %T; want *ClusterTrainingRuntime or *TrainingRuntime", trainJob.Name, in.Runtime)
+		return nil, nil, nil, fmt.Errorf("render: TrainJob %s: runtime has type %T; want *ClusterTrainingRuntime or *TrainingRuntime", trainJob.Name, in.Runtime)
 	}
 
 	ref := &trainJob.Spec.RuntimeRef
@@ -197,13 +218,13 @@ func prepareInput(in Input) (*trainer.TrainJob, client.Object, error) {
 		ref.Kind = ptr.To(kind)
 	}
 	if *ref.Kind != kind || ref.Name != runtimeObj.GetName() {
-		return nil, nil, fmt.Errorf("render: TrainJob %s refers to %s %q but the runtime given is %s %q",
+		return nil, nil, nil, fmt.Errorf("render: TrainJob %s refers to %s %q but the runtime given is %s %q",
 			trainJob.Name, *ref.Kind, ref.Name, kind, runtimeObj.GetName())
 	}
-	if err := checkDefaulted(mlPolicy, kind, runtimeObj.GetName()); err != nil {
-		return nil, nil, err
+	if err := checkDefaulted(spec.MLPolicy, kind, runtimeObj.GetName()); err != nil {
+		return nil, nil, nil, err
 	}
-	return trainJob, runtimeObj, nil
+	return trainJob, runtimeObj, spec, nil
 }
 
 func missingRuntime(tj *trainer.TrainJob) error {
