@@ -1,0 +1,93 @@
+// Command mpiguard-dev is what `make run` starts: a local control plane (real
+// kube-apiserver + etcd with the Trainer and JobSet CRDs), mpiguard serving on
+// it exactly as `mpiguard serve` wires it, and a short demo of the suite at work.
+// It then stays up so you can `kubectl apply` your own objects, and stops
+// everything, control plane included, on Ctrl-C.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mpiguard/mpiguard/test/framework"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig-out", filepath.Join(framework.RepoRoot(), "bin", "kubeconfig"), "Where to write the admin kubeconfig of the local control plane.")
+	noDemo := flag.Bool("no-demo", false, "Skip the demo; only serve.")
+	verbose := flag.Bool("v", false, "Show mpiguard's own logs.")
+	flag.Parse()
+
+	logOpts := zap.Options{Development: true}
+	if !*verbose {
+		logOpts.DestWriter = discard{}
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *kubeconfig, !*noDemo); err != nil {
+		fmt.Fprintln(os.Stderr, "mpiguard-dev:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, kubeconfigPath string, demo bool) error {
+	say("starting kube-apiserver + etcd and mpiguard (first run builds the control plane from source: several minutes)")
+	env, err := framework.Start(ctx, framework.Options{Name: "dev"})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("stopping mpiguard, kube-apiserver and etcd")
+		if err := env.Stop(false); err != nil {
+			fmt.Fprintln(os.Stderr, "mpiguard-dev: stopping:", err)
+		}
+	}()
+	if err := writeKubeconfig(env, kubeconfigPath); err != nil {
+		return err
+	}
+	say("control plane up; mpiguard serving its webhooks over TLS to it")
+	say("kubeconfig: %s", kubeconfigPath)
+	say("try:        kubectl --kubeconfig %s get clustertrainingruntimes", kubeconfigPath)
+	if demo {
+		if err := runDemo(ctx, env); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	say("ready; press Ctrl-C to stop")
+	<-ctx.Done()
+	return nil
+}
+
+func writeKubeconfig(env *framework.Env, path string) error {
+	user, err := env.Testenv.AddUser(envtest.User{Name: "dev-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("creating admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, kc, 0o600)
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("==> "+format+"\n", args...)
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
