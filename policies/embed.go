@@ -1,0 +1,14 @@
+// Package policies embeds mpiguard's default policies: one folder per policy
+// (gatekeeper-library layout: the Rego, its _test.rego, samples/), the shared
+// lib/ package, and the default parameters. policies/engine compiles them.
+package policies
+
+import "embed"
+
+// FS holds every policy folder, lib/ and parameters.yaml.
+//
+//go:embed lib parameters.yaml aggregate-quota slots-gpus max-duration data-residency istio-opt-out
+var FS embed.FS
+
+// ParametersFile is the name of the default parameters document in FS.
+const ParametersFile = "parameters.yaml"

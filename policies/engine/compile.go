@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// decisionQuery collects every policy's deny, warn and mutate results in one
+// evaluation. Iterating data.mpiguard.policies[name] walks the rule tree and
+// evaluates only the named rule of each package, not the helpers.
+const decisionQuery = `deny := [[name, v] | some name; some v in data.mpiguard.policies[name].deny]
+warn := [[name, v] | some name; some v in data.mpiguard.policies[name].warn]
+mutate := [[name, m] | some name; some m in data.mpiguard.policies[name].mutate]`
+
+// compiledSet is a policy set ready to evaluate. It is immutable once built, so
+// decisions read it without locks while a reload swaps in the next one.
+type compiledSet struct {
+	version  string
+	query    rego.PreparedEvalQuery
+	policies []string
+	settings map[string]PolicySettings
+	// params is input.parameters, built once per set.
+	params *ast.Term
+}
+
+// compile parses, compiles and prepares a policy set. Any error is a
+// *CompileError naming file and row, or a configuration error.
+func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
+	modules := make(map[string]*ast.Module, len(set.Modules))
+	var parseErrs ast.Errors
+	for name, src := range set.Modules {
+		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			parseErrs = append(parseErrs, asErrors(err)...)
+			continue
+		}
+		modules[name] = m
+	}
+	if len(parseErrs) > 0 {
+		return nil, &CompileError{Errors: sortErrors(parseErrs)}
+	}
+	c := ast.NewCompiler()
+	if c.Compile(modules); c.Failed() {
+		return nil, &CompileError{Errors: sortErrors(c.Errors)}
+	}
+
+	known := map[string]bool{}
+	for _, m := range c.Modules {
+		if name, ok := policyName(m.Package.Path.String()); ok {
+			known[name] = true
+		}
+	}
+	if len(known) == 0 {
+		return nil, fmt.Errorf("policy set has no policy: packages must be %s<name>", PolicyPackagePrefix)
+	}
+	known[RenderPolicy] = true // built in: denies rendered pods the apiserver would reject
+	if unknown := set.Parameters.unknownPolicies(known); len(unknown) > 0 {
+		return nil, fmt.Errorf("parameters configure policies the set does not have: %s", strings.Join(unknown, ", "))
+	}
+
+	pq, err := rego.New(rego.Query(decisionQuery), rego.Compiler(c)).PrepareForEval(ctx)
+	if err != nil {
+		return nil, &CompileError{Errors: asErrors(err)}
+	}
+	params, err := parametersTerm(set.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(known))
+	for n := range known {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return &compiledSet{
+		version:  set.Version(),
+		query:    pq,
+		policies: names,
+		settings: set.Parameters.Policies,
+		params:   params,
+	}, nil
+}
+
+// parametersTerm builds input.parameters: policy name -> its parameters.
+func parametersTerm(p Parameters) (*ast.Term, error) {
+	obj := map[string]any{}
+	for name, s := range p.Policies {
+		if s.Parameters != nil {
+			obj[name] = s.Parameters
+		}
+	}
+	v, err := ast.InterfaceToValue(obj)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	return ast.NewTerm(v), nil
+}
+
+func sortErrors(errs ast.Errors) ast.Errors {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i].Location, errs[j].Location
+		if a == nil || b == nil {
+			return b != nil
+		}
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Row < b.Row
+	})
+	return errs
+}

@@ -1,0 +1,329 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RenderPolicy is the built-in policy that denies jobs whose rendered pods the
+// apiserver would reject (render.JobView.Problems): such a job would be
+// admitted and then hang. It accepts settings like any other policy.
+const RenderPolicy = "rendered-pods"
+
+// Options configure an Engine.
+type Options struct {
+	// DecisionLog receives one JSON line per governed decision; nil disables it.
+	DecisionLog io.Writer
+	// Registerer registers the engine's metrics (e.g. controller-runtime's
+	// metrics.Registry); nil keeps them unregistered.
+	Registerer prometheus.Registerer
+	// Now is the clock of the decision log; time.Now when nil.
+	Now func() time.Time
+}
+
+// Engine evaluates the policies of a compiled policy set. It is safe for
+// concurrent use; Load swaps the set atomically while decisions continue.
+type Engine struct {
+	current atomic.Pointer[compiledSet]
+	log     *decisionLog
+	metrics *metrics
+	now     func() time.Time
+
+	loadMu  sync.Mutex
+	lastErr error
+}
+
+// New compiles set and returns an engine serving it.
+func New(ctx context.Context, set PolicySet, opts Options) (*Engine, error) {
+	e := &Engine{log: newDecisionLog(opts.DecisionLog), metrics: newMetrics(), now: opts.Now}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if opts.Registerer != nil {
+		if err := e.metrics.register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("registering policy metrics: %w", err)
+		}
+	}
+	if err := e.Load(ctx, set); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// NewDefault returns an engine serving the embedded default policies.
+func NewDefault(ctx context.Context, opts Options) (*Engine, error) {
+	set, err := DefaultPolicySet()
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, set, opts)
+}
+
+// Load compiles set and, when it compiles, makes it the set serving decisions.
+// When it does not, the error (a *CompileError names file and row) is returned
+// and remembered (LastError), and the last good set keeps serving.
+func (e *Engine) Load(ctx context.Context, set PolicySet) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	c, err := compile(ctx, set)
+	if err != nil {
+		e.lastErr = err
+		e.metrics.reloads.WithLabelValues("failure").Inc()
+		return err
+	}
+	e.lastErr = nil
+	e.current.Store(c)
+	e.metrics.reloads.WithLabelValues("success").Inc()
+	e.metrics.serving(c.version)
+	return nil
+}
+
+// Version is the version of the policy set serving decisions.
+func (e *Engine) Version() string { return e.current.Load().version }
+
+// Policies lists the names of the serving set's policies.
+func (e *Engine) Policies() []string { return append([]string(nil), e.current.Load().policies...) }
+
+// LastError is the error of the last Load, nil when it succeeded.
+func (e *Engine) LastError() error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	return e.lastErr
+}
+
+// Decide evaluates every policy on req. Non-MPI TrainJobs are not governed and
+// are allowed at once. An error means the request could not be evaluated: the
+// caller must reject it, never allow it.
+func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
+	start := time.Now()
+	set := e.current.Load()
+	if err := validateRequest(req); err != nil {
+		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
+		return nil, err
+	}
+	if !req.View.MPI {
+		e.metrics.decisions.WithLabelValues(policyAll, outcomeUngoverned).Inc()
+		return &Decision{Allowed: true, PolicySetVersion: set.version, Latency: time.Since(start)}, nil
+	}
+
+	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)))
+	if err != nil {
+		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
+		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)
+	}
+	if len(rs) != 1 {
+		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
+		return nil, fmt.Errorf("evaluating policy set %s: %d results, want 1", set.version, len(rs))
+	}
+	d, err := e.assemble(set, req, rs[0].Bindings)
+	if err != nil {
+		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
+		return nil, err
+	}
+	d.Latency = time.Since(start)
+	e.record(set, req, d)
+	return d, nil
+}
+
+func validateRequest(req *Request) error {
+	switch {
+	case req == nil || req.TrainJob == nil:
+		return errors.New("policy engine: request has no TrainJob")
+	case req.View == nil:
+		return fmt.Errorf("policy engine: TrainJob %s/%s has no rendered view", req.TrainJob.Namespace, req.TrainJob.Name)
+	case req.Operation != Create && req.Operation != Update:
+		return fmt.Errorf("policy engine: operation %q is not CREATE or UPDATE", req.Operation)
+	case req.Operation == Update && req.OldTrainJob == nil:
+		return fmt.Errorf("policy engine: UPDATE of TrainJob %s/%s without the old object", req.TrainJob.Namespace, req.TrainJob.Name)
+	}
+	return nil
+}
+
+// assemble applies enforcement and exemptions to the raw policy results.
+func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decision, error) {
+	d := &Decision{Allowed: true, Governed: true, PolicySetVersion: set.version}
+	ns := req.TrainJob.Namespace
+	settings := func(policy string) (PolicySettings, bool) {
+		s := set.settings[policy]
+		return s, s.exempt(ns)
+	}
+	add := func(policy, field, msg string, warnOnly bool) {
+		s, exempt := settings(policy)
+		if exempt {
+			return
+		}
+		action := s.enforcement()
+		if warnOnly && action == EnforceDeny {
+			action = EnforceWarn
+		}
+		if action == EnforceDeny {
+			d.Allowed = false
+		}
+		d.Violations = append(d.Violations, Violation{Policy: policy, Action: action, Field: field, Message: msg})
+	}
+
+	for _, kind := range []string{"deny", "warn"} {
+		results, err := pairs(b[kind])
+		if err != nil {
+			return nil, fmt.Errorf("policy set %s: %s results: %w", set.version, kind, err)
+		}
+		for _, r := range results {
+			field, msg, err := violationOf(r.value)
+			if err != nil {
+				return nil, fmt.Errorf("policy %s: malformed %s result: %w", r.policy, kind, err)
+			}
+			add(r.policy, field, msg, kind == "warn")
+		}
+	}
+	for _, p := range req.View.Problems {
+		add(RenderPolicy, p.Field, fmt.Sprintf(
+			"the Trainer would create pods the apiserver rejects (%s), so the job would hang after admission; change the TrainJob or its runtime so the rendered pod templates are valid",
+			p.Error()), false)
+	}
+	sort.Slice(d.Violations, func(i, j int) bool {
+		a, b := d.Violations[i], d.Violations[j]
+		if a.Policy != b.Policy {
+			return a.Policy < b.Policy
+		}
+		if a.Field != b.Field {
+			return a.Field < b.Field
+		}
+		return a.Message < b.Message
+	})
+
+	results, err := pairs(b["mutate"])
+	if err != nil {
+		return nil, fmt.Errorf("policy set %s: mutate results: %w", set.version, err)
+	}
+	var changes []Change
+	for _, r := range results {
+		var c Change
+		if err := convert(r.value, &c); err != nil {
+			return nil, fmt.Errorf("policy %s: malformed mutate result: %w", r.policy, err)
+		}
+		c.Policy = r.policy
+		s, exempt := settings(r.policy)
+		switch {
+		case exempt:
+		case s.enforcement() == EnforceDryRun:
+			d.DryRunMutations = append(d.DryRunMutations, c)
+		default:
+			changes = append(changes, c)
+		}
+	}
+	sortChanges(changes)
+	sortChanges(d.DryRunMutations)
+	if d.Mutation, err = buildMutation(changes); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+type policyResult struct {
+	policy string
+	value  any
+}
+
+// pairs reads the [[policy package segment, value], ...] arrays of decisionQuery.
+func pairs(v any) ([]policyResult, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("expected an array, got %T", v)
+	}
+	out := make([]policyResult, 0, len(arr))
+	for _, x := range arr {
+		pair, ok := x.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("expected [policy, value], got %v", x)
+		}
+		seg, ok := pair[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("expected a policy name, got %v", pair[0])
+		}
+		name, _ := policyName(PolicyPackagePrefix + seg)
+		out = append(out, policyResult{policy: name, value: pair[1]})
+	}
+	return out, nil
+}
+
+// violationOf reads a {"field": ..., "msg": ...} result; a bare string is a
+// message without a field.
+func violationOf(v any) (field, msg string, err error) {
+	switch x := v.(type) {
+	case string:
+		return "", x, nil
+	case map[string]any:
+		msg, _ = x["msg"].(string)
+		field, _ = x["field"].(string)
+		if msg == "" {
+			return "", "", fmt.Errorf("no msg in %v", x)
+		}
+		return field, msg, nil
+	}
+	return "", "", fmt.Errorf("expected {field, msg}, got %T", v)
+}
+
+func sortChanges(cs []Change) {
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if a.ReplicatedJob != b.ReplicatedJob {
+			return a.ReplicatedJob < b.ReplicatedJob
+		}
+		if a.Field != b.Field {
+			return a.Field < b.Field
+		}
+		return a.Key < b.Key
+	})
+}
+
+// record updates metrics and writes the decision log line.
+func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
+	e.metrics.latency.Observe(d.Latency.Seconds())
+	outcome := outcomeAllowed
+	if !d.Allowed {
+		outcome = outcomeDenied
+	}
+	e.metrics.decisions.WithLabelValues(policyAll, outcome).Inc()
+	flagged := map[string]string{}
+	for _, v := range d.Violations {
+		if v.Action == EnforceDeny || flagged[v.Policy] == "" || flagged[v.Policy] == outcomeDryRun {
+			flagged[v.Policy] = string(v.Action)
+		}
+	}
+	for _, p := range set.policies {
+		o := flagged[p]
+		switch {
+		case set.settings[p].exempt(req.TrainJob.Namespace):
+			o = outcomeExempt
+		case o == "":
+			o = outcomePass
+		}
+		e.metrics.decisions.WithLabelValues(p, o).Inc()
+	}
+	if e.log == nil {
+		return
+	}
+	_ = e.log.write(&decisionLogEntry{
+		Time:             e.now().UTC(),
+		User:             req.User,
+		Namespace:        req.TrainJob.Namespace,
+		TrainJob:         req.TrainJob.Name,
+		Operation:        req.Operation,
+		DryRunRequest:    req.DryRun,
+		PolicySetVersion: d.PolicySetVersion,
+		Allowed:          d.Allowed,
+		Violations:       d.Violations,
+		Mutations:        d.Mutation.Changes,
+		DryRunMutations:  d.DryRunMutations,
+		LatencySeconds:   d.Latency.Seconds(),
+	})
+}

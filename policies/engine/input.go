@@ -1,0 +1,308 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// The input document is built directly as an OPA value: no JSON round trip,
+// and only what policies read. docs/policies.md documents its schema.
+
+// Object keys are interned: the same immutable terms in every input.
+var (
+	kValue, kMilli, kDisplay                         = ast.StringTerm("value"), ast.StringTerm("milli"), ast.StringTerm("display")
+	kRequests, kLimits, kPods                        = ast.StringTerm("requests"), ast.StringTerm("limits"), ast.StringTerm("pods")
+	kMissingRequests, kMissingLimits                 = ast.StringTerm("missingRequests"), ast.StringTerm("missingLimits")
+	kName, kNamespace, kRole, kKind                  = ast.StringTerm("name"), ast.StringTerm("namespace"), ast.StringTerm("role"), ast.StringTerm("kind")
+	kLabels, kAnnotations, kNodeSelector             = ast.StringTerm("labels"), ast.StringTerm("annotations"), ast.StringTerm("nodeSelector")
+	kPerPod, kPriorityClassName, kTerminating        = ast.StringTerm("perPod"), ast.StringTerm("priorityClassName"), ast.StringTerm("terminating")
+	kTerms, kMatchExpressions, kMatchFields          = ast.StringTerm("requiredNodeSelectorTerms"), ast.StringTerm("matchExpressions"), ast.StringTerm("matchFields")
+	kKey, kOperator, kValues                         = ast.StringTerm("key"), ast.StringTerm("operator"), ast.StringTerm("values")
+	kField                                           = ast.StringTerm("field")
+	kRequest, kOperation, kUser, kUsername, kGroups  = ast.StringTerm("request"), ast.StringTerm("operation"), ast.StringTerm("user"), ast.StringTerm("username"), ast.StringTerm("groups")
+	kDryRun                                          = ast.StringTerm("dryRun")
+	kTrainJob, kOldTrainJob, kJob, kQuotas, kRuntime = ast.StringTerm("trainJob"), ast.StringTerm("oldTrainJob"), ast.StringTerm("job"), ast.StringTerm("quotas"), ast.StringTerm("runtime")
+	kParameters                                      = ast.StringTerm("parameters")
+	kSuspend, kActiveDeadlineSeconds                 = ast.StringTerm("suspend"), ast.StringTerm("activeDeadlineSeconds")
+	kNumNodes, kNumProcPerNode, kEnv                 = ast.StringTerm("numNodes"), ast.StringTerm("numProcPerNode"), ast.StringTerm("env")
+	kRuntimePatchManagers                            = ast.StringTerm("runtimePatchManagers")
+	kMPI, kMPIImplementation, kRunLauncherAsNode     = ast.StringTerm("mpi"), ast.StringTerm("mpiImplementation"), ast.StringTerm("runLauncherAsNode")
+	kSlotsPerWorker, kGPUsPerWorker                  = ast.StringTerm("slotsPerWorker"), ast.StringTerm("gpusPerWorker")
+	kLauncher, kWorkers, kReplicatedJobs, kTotal     = ast.StringTerm("launcher"), ast.StringTerm("workers"), ast.StringTerm("replicatedJobs"), ast.StringTerm("total")
+	kProblems, kType, kDetail                        = ast.StringTerm("problems"), ast.StringTerm("type"), ast.StringTerm("detail")
+	kHard, kUsed, kReserved, kReservedBy, kRoles     = ast.StringTerm("hard"), ast.StringTerm("used"), ast.StringTerm("reserved"), ast.StringTerm("reservedBy"), ast.StringTerm("roles")
+)
+
+func item(k *ast.Term, v *ast.Term) [2]*ast.Term { return [2]*ast.Term{k, v} }
+
+func intTerm[T ~int32 | ~int64 | ~int](n T) *ast.Term { return ast.IntNumberTerm(int(n)) }
+
+// buildInput assembles the whole input document for one request.
+func buildInput(req *Request, params *ast.Term) ast.Value {
+	tj := req.TrainJob
+	items := make([][2]*ast.Term, 0, 8)
+	items = append(items,
+		item(kRequest, requestTerm(req)),
+		item(kTrainJob, trainJobTerm(tj)),
+		item(kJob, jobTerm(req.View)),
+		item(kNamespace, namespaceTerm(req.Namespace, tj.Namespace)),
+		item(kQuotas, quotasTerm(req)),
+		item(kRuntime, ast.ObjectTerm(
+			item(kKind, ast.StringTerm(req.Runtime.Kind)),
+			item(kName, ast.StringTerm(req.Runtime.Name)),
+			item(kLabels, stringMapTerm(req.Runtime.Labels)),
+			item(kAnnotations, stringMapTerm(req.Runtime.Annotations)),
+		)),
+		item(kParameters, params),
+	)
+	if req.OldTrainJob != nil {
+		items = append(items, item(kOldTrainJob, trainJobTerm(req.OldTrainJob)))
+	}
+	return ast.NewObject(items...)
+}
+
+func requestTerm(req *Request) *ast.Term {
+	groups := make([]*ast.Term, len(req.Groups))
+	for i, g := range req.Groups {
+		groups[i] = ast.StringTerm(g)
+	}
+	return ast.ObjectTerm(
+		item(kOperation, ast.StringTerm(string(req.Operation))),
+		item(kUser, ast.ObjectTerm(item(kUsername, ast.StringTerm(req.User)), item(kGroups, ast.ArrayTerm(groups...)))),
+		item(kDryRun, ast.BooleanTerm(req.DryRun)),
+	)
+}
+
+func trainJobTerm(tj *trainer.TrainJob) *ast.Term {
+	items := make([][2]*ast.Term, 0, 12)
+	items = append(items,
+		item(kName, ast.StringTerm(tj.Name)),
+		item(kNamespace, ast.StringTerm(tj.Namespace)),
+		item(kLabels, stringMapTerm(tj.Labels)),
+		item(kAnnotations, stringMapTerm(tj.Annotations)),
+		item(kSuspend, ast.BooleanTerm(tj.Spec.Suspend != nil && *tj.Spec.Suspend)),
+		item(kEnv, envTerm(tj)),
+	)
+	if tj.Spec.ActiveDeadlineSeconds > 0 {
+		items = append(items, item(kActiveDeadlineSeconds, intTerm(tj.Spec.ActiveDeadlineSeconds)))
+	}
+	if t := tj.Spec.Trainer; t != nil {
+		if t.NumNodes != nil {
+			items = append(items, item(kNumNodes, intTerm(*t.NumNodes)))
+		}
+		if t.NumProcPerNode != nil {
+			items = append(items, item(kNumProcPerNode, intTerm(*t.NumProcPerNode)))
+		}
+	}
+	managers := make([]*ast.Term, len(tj.Spec.RuntimePatches))
+	for i, p := range tj.Spec.RuntimePatches {
+		managers[i] = ast.StringTerm(p.Manager)
+	}
+	items = append(items, item(kRuntimePatchManagers, ast.ArrayTerm(managers...)))
+	return ast.NewTerm(ast.NewObject(items...))
+}
+
+// envTerm lists every environment variable the user sets on the job, with the
+// field path that sets it: spec.trainer.env and the containers of other
+// managers' runtime patches (mpiguard's own entry sets none).
+func envTerm(tj *trainer.TrainJob) *ast.Term {
+	var envs []*ast.Term
+	add := func(field string, e corev1.EnvVar) {
+		envs = append(envs, ast.ObjectTerm(
+			item(kField, ast.StringTerm(field)),
+			item(kName, ast.StringTerm(e.Name)),
+			item(kValue, ast.StringTerm(e.Value)),
+		))
+	}
+	if tj.Spec.Trainer != nil {
+		for i, e := range tj.Spec.Trainer.Env {
+			add(fmt.Sprintf("spec.trainer.env[%d]", i), e)
+		}
+	}
+	for pi, p := range tj.Spec.RuntimePatches {
+		if p.Manager == AdmissionManager || p.TrainingRuntimeSpec == nil || p.TrainingRuntimeSpec.Template == nil || p.TrainingRuntimeSpec.Template.Spec == nil {
+			continue
+		}
+		for ji, rj := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
+			if rj.Template == nil || rj.Template.Spec == nil || rj.Template.Spec.Template == nil || rj.Template.Spec.Template.Spec == nil {
+				continue
+			}
+			for ci, c := range rj.Template.Spec.Template.Spec.Containers {
+				for ei, e := range c.Env {
+					add(fmt.Sprintf("spec.runtimePatches[%d].trainingRuntimeSpec.template.spec.replicatedJobs[%d].template.spec.template.spec.containers[%d].env[%d]", pi, ji, ci, ei), e)
+				}
+			}
+		}
+	}
+	return ast.ArrayTerm(envs...)
+}
+
+func namespaceTerm(ns *corev1.Namespace, name string) *ast.Term {
+	if ns == nil {
+		return ast.ObjectTerm(item(kName, ast.StringTerm(name)), item(kLabels, ast.ObjectTerm()), item(kAnnotations, ast.ObjectTerm()))
+	}
+	return ast.ObjectTerm(
+		item(kName, ast.StringTerm(ns.Name)),
+		item(kLabels, stringMapTerm(ns.Labels)),
+		item(kAnnotations, stringMapTerm(ns.Annotations)),
+	)
+}
+
+func jobTerm(v *render.JobView) *ast.Term {
+	roles := make([]*ast.Term, len(v.ReplicatedJobs))
+	var launcher, workers *ast.Term
+	for i := range v.ReplicatedJobs {
+		rj := &v.ReplicatedJobs[i]
+		roles[i] = roleTerm(rj)
+		if v.Launcher != nil && v.Launcher.Name == rj.Name {
+			launcher = roles[i]
+		}
+		if v.Workers != nil && v.Workers.Name == rj.Name {
+			workers = roles[i]
+		}
+	}
+	problems := make([]*ast.Term, len(v.Problems))
+	for i, p := range v.Problems {
+		problems[i] = ast.ObjectTerm(
+			item(kField, ast.StringTerm(p.Field)),
+			item(kType, ast.StringTerm(string(p.Type))),
+			item(kDetail, ast.StringTerm(p.ErrorBody())),
+		)
+	}
+	items := make([][2]*ast.Term, 0, 12)
+	items = append(items,
+		item(kMPI, ast.BooleanTerm(v.MPI)),
+		item(kMPIImplementation, ast.StringTerm(v.MPIImplementation)),
+		item(kRunLauncherAsNode, ast.BooleanTerm(v.RunLauncherAsNode)),
+		item(kNumNodes, intTerm(v.NumNodes)),
+		item(kSlotsPerWorker, intTerm(v.SlotsPerWorker)),
+		item(kGPUsPerWorker, intTerm(v.GPUsPerWorker)),
+		item(kReplicatedJobs, ast.ArrayTerm(roles...)),
+		item(kTotal, chargeTerm(&v.Total)),
+		item(kProblems, ast.ArrayTerm(problems...)),
+	)
+	if launcher != nil {
+		items = append(items, item(kLauncher, launcher))
+	}
+	if workers != nil {
+		items = append(items, item(kWorkers, workers))
+	}
+	return ast.NewTerm(ast.NewObject(items...))
+}
+
+func roleTerm(rj *render.ReplicatedJobView) *ast.Term {
+	spec := &rj.PodTemplate.Spec
+	items := make([][2]*ast.Term, 0, 11)
+	items = append(items,
+		item(kName, ast.StringTerm(rj.Name)),
+		item(kRole, ast.StringTerm(string(rj.Role))),
+		item(kPods, intTerm(rj.Pods)),
+		item(kPerPod, chargeTerm(&rj.PerPod)),
+		item(kPriorityClassName, ast.StringTerm(spec.PriorityClassName)),
+		item(kTerminating, ast.BooleanTerm(terminating(spec))),
+		item(kLabels, stringMapTerm(rj.PodTemplate.Labels)),
+		item(kAnnotations, stringMapTerm(rj.PodTemplate.Annotations)),
+		item(kNodeSelector, stringMapTerm(spec.NodeSelector)),
+		item(kTerms, nodeTermsTerm(requiredTerms(spec))),
+	)
+	return ast.NewTerm(ast.NewObject(items...))
+}
+
+func requiredTerms(spec *corev1.PodSpec) []corev1.NodeSelectorTerm {
+	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	return spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+}
+
+func nodeTermsTerm(terms []corev1.NodeSelectorTerm) *ast.Term {
+	out := make([]*ast.Term, len(terms))
+	for i, t := range terms {
+		items := make([][2]*ast.Term, 0, 2)
+		if len(t.MatchExpressions) > 0 {
+			items = append(items, item(kMatchExpressions, requirementsTerm(t.MatchExpressions)))
+		}
+		if len(t.MatchFields) > 0 {
+			items = append(items, item(kMatchFields, requirementsTerm(t.MatchFields)))
+		}
+		out[i] = ast.ObjectTerm(items...)
+	}
+	return ast.ArrayTerm(out...)
+}
+
+func requirementsTerm(reqs []corev1.NodeSelectorRequirement) *ast.Term {
+	out := make([]*ast.Term, len(reqs))
+	for i, r := range reqs {
+		items := make([][2]*ast.Term, 0, 3)
+		items = append(items, item(kKey, ast.StringTerm(r.Key)), item(kOperator, ast.StringTerm(string(r.Operator))))
+		if len(r.Values) > 0 {
+			vals := make([]*ast.Term, len(r.Values))
+			for j, v := range r.Values {
+				vals[j] = ast.StringTerm(v)
+			}
+			items = append(items, item(kValues, ast.ArrayTerm(vals...)))
+		}
+		out[i] = ast.ObjectTerm(items...)
+	}
+	return ast.ArrayTerm(out...)
+}
+
+func chargeTerm(c *render.Charge) *ast.Term {
+	return ast.ObjectTerm(
+		item(kRequests, resourcesTerm(c.Requests)),
+		item(kLimits, resourcesTerm(c.Limits)),
+		item(kPods, intTerm(c.Pods)),
+		item(kMissingRequests, namesTerm(c.MissingRequests)),
+		item(kMissingLimits, namesTerm(c.MissingLimits)),
+	)
+}
+
+func namesTerm(names []corev1.ResourceName) *ast.Term {
+	out := make([]*ast.Term, len(names))
+	for i, n := range names {
+		out[i] = ast.StringTerm(string(n))
+	}
+	return ast.ArrayTerm(out...)
+}
+
+func resourcesTerm(list corev1.ResourceList) *ast.Term {
+	obj := ast.NewObject()
+	for name, q := range list {
+		obj.Insert(ast.StringTerm(string(name)), quantityTerm(q))
+	}
+	return ast.NewTerm(obj)
+}
+
+// quantityTerm gives Rego a quantity as numbers it can add exactly: value in
+// base units (cores, bytes, devices; fractional only for CPU), milli as an
+// integer, and display as kubectl would show it.
+func quantityTerm(q resource.Quantity) *ast.Term {
+	m := q.MilliValue()
+	var value *ast.Term
+	if m%1000 == 0 {
+		value = ast.IntNumberTerm(int(m / 1000))
+	} else {
+		value = ast.NumberTerm(json.Number(strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)))
+	}
+	return ast.ObjectTerm(
+		item(kValue, value),
+		item(kMilli, ast.NumberTerm(json.Number(strconv.FormatInt(m, 10)))),
+		item(kDisplay, ast.StringTerm(q.String())),
+	)
+}
+
+func stringMapTerm(m map[string]string) *ast.Term {
+	items := make([][2]*ast.Term, 0, len(m))
+	for k, v := range m {
+		items = append(items, item(ast.StringTerm(k), ast.StringTerm(v)))
+	}
+	return ast.ObjectTerm(items...)
+}

@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the engine's Prometheus collectors.
+type metrics struct {
+	decisions *prometheus.CounterVec
+	latency   prometheus.Histogram
+	reloads   *prometheus.CounterVec
+	setInfo   *prometheus.GaugeVec
+}
+
+// Outcomes of one policy in one decision (label "outcome"); policy "all" counts
+// whole decisions as allowed, denied or ungoverned (not an MPI TrainJob).
+const (
+	outcomePass       = "pass"
+	outcomeDeny       = "deny"
+	outcomeWarn       = "warn"
+	outcomeDryRun     = "dryrun"
+	outcomeExempt     = "exempt"
+	outcomeAllowed    = "allowed"
+	outcomeDenied     = "denied"
+	outcomeUngoverned = "ungoverned"
+	outcomeError      = "error"
+	policyAll         = "all"
+)
+
+func newMetrics() *metrics {
+	return &metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mpiguard_policy_decisions_total",
+			Help: "Admission decisions by policy and outcome (policy=\"all\": whole decisions allowed, denied, ungoverned or error).",
+		}, []string{"policy", "outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mpiguard_policy_evaluation_seconds",
+			Help:    "Time to evaluate every policy for one TrainJob (input build, Rego, results).",
+			Buckets: []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 50e-3},
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mpiguard_policy_reloads_total",
+			Help: "Policy set loads by result (success, failure); a failed load keeps the last good set serving.",
+		}, []string{"result"}),
+		setInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mpiguard_policy_set_info",
+			Help: "The policy set serving decisions (value 1, its version as a label).",
+		}, []string{"version"}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.reloads, m.setInfo} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *metrics) serving(version string) {
+	m.setInfo.Reset()
+	m.setInfo.WithLabelValues(version).Set(1)
+}

@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mpiguard/mpiguard/policies"
+)
+
+// PolicySet is the source of a set of policies: Rego modules (tests excluded)
+// and their parameters. The engine compiles it into something it evaluates.
+type PolicySet struct {
+	// Modules maps a file name (shown in compile errors) to Rego source.
+	Modules    map[string]string
+	Parameters Parameters
+}
+
+// PolicyPackagePrefix is where policies live: package mpiguard.policies.<name>,
+// with <name> the policy name with "-" written as "_" (aggregate_quota).
+const PolicyPackagePrefix = "data.mpiguard.policies."
+
+// DefaultPolicySet returns the policies and parameters embedded in the binary.
+func DefaultPolicySet() (PolicySet, error) {
+	return LoadPolicySet(policies.FS, policies.ParametersFile)
+}
+
+// LoadPolicySet reads every non-test .rego file under fsys and, when
+// parametersFile is not empty, the parameters document. Test files
+// (*_test.rego) and samples are left to the tester.
+func LoadPolicySet(fsys fs.FS, parametersFile string) (PolicySet, error) {
+	set := PolicySet{Modules: map[string]string{}}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".rego") || strings.HasSuffix(p, "_test.rego") {
+			return nil
+		}
+		src, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		set.Modules[p] = string(src)
+		return nil
+	})
+	if err != nil {
+		return PolicySet{}, fmt.Errorf("reading policies: %w", err)
+	}
+	if len(set.Modules) == 0 {
+		return PolicySet{}, fmt.Errorf("reading policies: no .rego files found")
+	}
+	if parametersFile != "" {
+		data, err := fs.ReadFile(fsys, parametersFile)
+		if err != nil {
+			return PolicySet{}, fmt.Errorf("reading parameters: %w", err)
+		}
+		if set.Parameters, err = ParseParameters(data); err != nil {
+			return PolicySet{}, err
+		}
+	}
+	return set, nil
+}
+
+// Overlay returns s with extra modules added: a module whose package is already
+// in s replaces every module of that package (a ConfigMap can replace an
+// embedded policy), other modules extend the set. Parameters are merged.
+func (s PolicySet) Overlay(modules map[string]string, params Parameters) (PolicySet, error) {
+	replaced := map[string]bool{}
+	for name, src := range modules {
+		pkg, err := packageOf(name, src)
+		if err != nil {
+			return PolicySet{}, err
+		}
+		replaced[pkg] = true
+	}
+	out := PolicySet{Modules: map[string]string{}, Parameters: s.Parameters.Merge(params)}
+	for name, src := range s.Modules {
+		pkg, err := packageOf(name, src)
+		if err != nil {
+			return PolicySet{}, err
+		}
+		if !replaced[pkg] {
+			out.Modules[name] = src
+		}
+	}
+	for name, src := range modules {
+		if _, dup := out.Modules[name]; dup {
+			name = "configmap/" + name
+		}
+		out.Modules[name] = src
+	}
+	return out, nil
+}
+
+// packageOf parses just enough of a module to read its package.
+func packageOf(name, src string) (string, error) {
+	m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return "", &CompileError{Errors: asErrors(err)}
+	}
+	return m.Package.Path.String(), nil
+}
+
+// Version is a short content hash of the set: the policy set version in the
+// decision log and metrics.
+func (s PolicySet) Version() string {
+	h := sha256.New()
+	names := make([]string, 0, len(s.Modules))
+	for n := range s.Modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s\x00%s\x00", n, s.Modules[n])
+	}
+	params, _ := json.Marshal(s.Parameters) // map keys are sorted by encoding/json
+	h.Write(params)
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// policyName turns a package path (data.mpiguard.policies.aggregate_quota)
+// into the policy name (aggregate-quota); ok is false outside the prefix.
+func policyName(pkg string) (string, bool) {
+	rest, ok := strings.CutPrefix(pkg, PolicyPackagePrefix)
+	if !ok || rest == "" || strings.Contains(rest, ".") {
+		return "", false
+	}
+	return strings.ReplaceAll(rest, "_", "-"), true
+}
+
+// moduleDir is the folder of a module file (the policy folder in the layout).
+func moduleDir(file string) string { return path.Dir(file) }

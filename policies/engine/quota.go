@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// quotasTerm builds input.quotas: for each ResourceQuota its hard limits, its
+// status.used, what reserved jobs add, and which of this job's replicated jobs
+// the quota's scopes select (quota.roles), so Rego sums only those.
+func quotasTerm(req *Request) *ast.Term {
+	out := make([]*ast.Term, 0, len(req.Quotas))
+	for i := range req.Quotas {
+		q := &req.Quotas[i]
+		var roles []*ast.Term
+		for j := range req.View.ReplicatedJobs {
+			rj := &req.View.ReplicatedJobs[j]
+			if quotaSelects(q, &rj.PodTemplate.Spec) {
+				roles = append(roles, ast.StringTerm(rj.Name))
+			}
+		}
+		reserved, by := reservedFor(q, req.Reserved)
+		byTerms := make([]*ast.Term, len(by))
+		for k, name := range by {
+			byTerms[k] = ast.StringTerm(name)
+		}
+		out = append(out, ast.ObjectTerm(
+			item(kName, ast.StringTerm(q.Name)),
+			item(kHard, resourcesTerm(q.Spec.Hard)),
+			item(kUsed, resourcesTerm(q.Status.Used)),
+			item(kReserved, resourcesTerm(reserved)),
+			item(kReservedBy, ast.ArrayTerm(byTerms...)),
+			item(kRoles, ast.ArrayTerm(roles...)),
+		))
+	}
+	return ast.ArrayTerm(out...)
+}
+
+// reservedFor sums, per quota resource name, what reserved jobs' pods selected
+// by the quota's scopes will be charged, and names the jobs that count.
+func reservedFor(q *corev1.ResourceQuota, reserved []Reservation) (corev1.ResourceList, []string) {
+	sum := corev1.ResourceList{}
+	var by []string
+	for _, r := range reserved {
+		if r.View == nil {
+			continue
+		}
+		counted := false
+		for j := range r.View.ReplicatedJobs {
+			rj := &r.View.ReplicatedJobs[j]
+			if rj.Pods == 0 || !quotaSelects(q, &rj.PodTemplate.Spec) {
+				continue
+			}
+			for name := range q.Spec.Hard {
+				amount, ok := chargedFor(name, &rj.PerPod)
+				if !ok {
+					continue
+				}
+				amount.Mul(int64(rj.Pods))
+				total := sum[name]
+				total.Add(amount)
+				sum[name] = total
+				counted = true
+			}
+		}
+		if counted {
+			by = append(by, r.TrainJob)
+		}
+	}
+	return sum, by
+}
+
+// chargedFor is what one pod with charge c counts for quota resource name, the
+// way the pod quota evaluator maps names (mirrored by lib.quota_key in Rego):
+// pods; requests.X and the standard names cpu, memory, ephemeral-storage,
+// hugepages-*; limits.X. Other names (count/*, services) are not charged by pods.
+func chargedFor(name corev1.ResourceName, c *render.Charge) (resource.Quantity, bool) {
+	n := string(name)
+	switch {
+	case n == string(corev1.ResourcePods):
+		return *resource.NewQuantity(1, resource.DecimalSI), true
+	case strings.HasPrefix(n, "requests."):
+		return c.Requests[corev1.ResourceName(strings.TrimPrefix(n, "requests."))].DeepCopy(), true
+	case strings.HasPrefix(n, "limits."):
+		return c.Limits[corev1.ResourceName(strings.TrimPrefix(n, "limits."))].DeepCopy(), true
+	case n == "cpu" || n == "memory" || n == "ephemeral-storage" || strings.HasPrefix(n, "hugepages-"):
+		return c.Requests[name].DeepCopy(), true
+	}
+	return resource.Quantity{}, false
+}
+
+// quotaSelects says whether a quota's scopes and scope selector select a pod
+// with this spec, following the kube-apiserver's pod evaluator: Terminating
+// (activeDeadlineSeconds set), NotTerminating, BestEffort, NotBestEffort,
+// PriorityClass (In, NotIn, Exists, DoesNotExist) and CrossNamespacePodAffinity.
+func quotaSelects(q *corev1.ResourceQuota, spec *corev1.PodSpec) bool {
+	for _, scope := range q.Spec.Scopes {
+		if !scopeMatches(corev1.ScopedResourceSelectorRequirement{ScopeName: scope, Operator: corev1.ScopeSelectorOpExists}, spec) {
+			return false
+		}
+	}
+	if q.Spec.ScopeSelector != nil {
+		for _, req := range q.Spec.ScopeSelector.MatchExpressions {
+			if !scopeMatches(req, spec) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func scopeMatches(req corev1.ScopedResourceSelectorRequirement, spec *corev1.PodSpec) bool {
+	switch req.ScopeName {
+	case corev1.ResourceQuotaScopeTerminating:
+		return terminating(spec)
+	case corev1.ResourceQuotaScopeNotTerminating:
+		return !terminating(spec)
+	case corev1.ResourceQuotaScopeBestEffort:
+		return bestEffort(spec)
+	case corev1.ResourceQuotaScopeNotBestEffort:
+		return !bestEffort(spec)
+	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+		return crossNamespaceAffinity(spec)
+	case corev1.ResourceQuotaScopePriorityClass:
+		pc := spec.PriorityClassName
+		switch req.Operator {
+		case corev1.ScopeSelectorOpExists:
+			return pc != ""
+		case corev1.ScopeSelectorOpDoesNotExist:
+			return pc == ""
+		case corev1.ScopeSelectorOpIn:
+			return contains(req.Values, pc)
+		case corev1.ScopeSelectorOpNotIn:
+			return !contains(req.Values, pc)
+		}
+	}
+	// An unknown scope selects nothing, as in the apiserver.
+	return false
+}
+
+func terminating(spec *corev1.PodSpec) bool {
+	return spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds >= 0
+}
+
+// bestEffort: no container (init or app) requests or limits cpu or memory.
+func bestEffort(spec *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, list := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				if _, ok := list[corev1.ResourceCPU]; ok {
+					return false
+				}
+				if _, ok := list[corev1.ResourceMemory]; ok {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func crossNamespaceAffinity(spec *corev1.PodSpec) bool {
+	a := spec.Affinity
+	if a == nil {
+		return false
+	}
+	var terms []corev1.PodAffinityTerm
+	if a.PodAffinity != nil {
+		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	for _, t := range terms {
+		if len(t.Namespaces) > 0 || t.NamespaceSelector != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
