@@ -104,6 +104,11 @@ test-integration: controlplane ## envtest integration suites against a real kube
 bench: ## Go benchmarks (results go into docs/performance.md by hand, with this command).
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(UNIT_PKGS)
 
+.PHONY: bench-networkpolicies
+bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJobs -> NetworkPolicies on a real apiserver; prints time to converge and memory.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) MPIGUARD_NETPOL_SCALE=$(or $(NETPOL_JOBS),1000) $(GO) test -count=1 -v -timeout 20m \
+	  ./test/integration/networkpolicies/ -ginkgo.label-filter=scale
+
 ##@ Run
 
 .PHONY: run
