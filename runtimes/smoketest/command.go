@@ -1,0 +1,40 @@
+package smoketest
+
+import (
+	"fmt"
+
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
+)
+
+// HostfilePath is where the Trainer mounts the hostfile in the launcher.
+const HostfilePath = "/etc/mpi/hostfile"
+
+// launcherCommand is the smoke test's launcher: wait for every host of the
+// hostfile to resolve, run `hostname` on every slot with mpirun, and write the
+// distinct hostnames (one per line) to the termination message, which the
+// controller compares with the hostfile. It replaces the runtime's launcher
+// command so that the test does not depend on how the runtime wraps mpirun, and
+// it passes the hostfile explicitly (OpenMPI 5 ignores the Trainer's ORTE
+// environment and would otherwise run every rank on the launcher).
+func launcherCommand(implementation string) []string {
+	var mpirun string
+	switch implementation {
+	case catalog.ImplementationIntel, catalog.ImplementationMPICH:
+		// Hydra wants "host:N" where the Trainer writes OpenMPI's "host slots=N".
+		mpirun = `awk '{split($2, s, "="); print $1 ":" s[2]}' "$hostfile" > /tmp/mpiguard-hostfile
+mpirun -f /tmp/mpiguard-hostfile -n "$slots" hostname > /tmp/mpiguard-hosts`
+	default:
+		mpirun = `mpirun --hostfile "$hostfile" -np "$slots" --map-by slot hostname > /tmp/mpiguard-hosts`
+	}
+	script := fmt.Sprintf(`set -eu
+hostfile=%s
+for host in $(awk '{print $1}' "$hostfile"); do
+  until getent hosts "$host" >/dev/null; do echo "mpiguard smoke test: waiting for $host"; sleep 2; done
+done
+slots=$(awk '{split($2, s, "="); n += s[2]} END {print n}' "$hostfile")
+%s
+sort -u /tmp/mpiguard-hosts > /dev/termination-log
+echo "mpiguard smoke test: mpirun reached $(wc -l < /dev/termination-log) distinct hosts"
+`, HostfilePath, mpirun)
+	return []string{"/bin/sh", "-c", script}
+}

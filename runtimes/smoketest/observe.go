@@ -1,0 +1,333 @@
+package smoketest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	trainerconstants "github.com/kubeflow/trainer/v2/pkg/constants"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/mpiguard/mpiguard/runtimes/api/v1alpha1"
+)
+
+// Observation is everything the verdict depends on, read from the cluster.
+type Observation struct {
+	// Launcher and Workers are the smoke-test TrainJob's pods by replicated job.
+	Launcher []corev1.Pod
+	Workers  []corev1.Pod
+	// ExpectedWorkers is the number of Worker pods the TrainJob creates.
+	ExpectedWorkers int32
+	// HostsExpected is the number of lines of the TrainJob's hostfile.
+	HostsExpected int32
+	// TrainJobFailed is the TrainJob's Failed condition when it is True.
+	TrainJobFailed *metav1.Condition
+	Start, Now     time.Time
+	Timeout        time.Duration
+}
+
+// Verdict is the conditions derived from an Observation.
+type Verdict struct {
+	// Conditions holds the five progress conditions, plus Succeeded once Final.
+	Conditions []metav1.Condition
+	Final      bool
+	HostsSeen  int32
+}
+
+// Evaluate turns what the pods show into RuntimeTest conditions. It is pure: the
+// controller reads the cluster, Evaluate decides.
+func Evaluate(o Observation) Verdict {
+	v := Verdict{}
+	scheduled := o.podsScheduled()
+	pulled, pullFailure := o.imagesPulled()
+	ssh := o.sshReady()
+	spawned, exitCode, hostsSeen, launcherPod := o.mpiSpawned()
+	v.HostsSeen = hostsSeen
+	v.Conditions = []metav1.Condition{
+		{Type: api.ConditionJobCreated, Status: metav1.ConditionTrue, Reason: api.ReasonCreated, Message: "the smoke-test TrainJob exists"},
+		scheduled, pulled, ssh, spawned,
+	}
+
+	fail := func(reason, msg string) Verdict {
+		v.Final = true
+		v.Conditions = append(v.Conditions, metav1.Condition{Type: api.ConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+		return v
+	}
+	if pod, c, st := o.oomKilled(); pod != nil {
+		limit := "no memory limit"
+		if q, ok := containerLimit(pod, c, corev1.ResourceMemory); ok {
+			limit = "memory limit " + q
+		}
+		return fail(api.ReasonOOMKilled, fmt.Sprintf("pod %s container %s was OOMKilled (exit code %d, %s): give the runtime's node container more memory or set TrainJob.spec.trainer.resourcesPerNode.limits.memory",
+			pod.Name, c, st.ExitCode, limit))
+	}
+	if pullFailure {
+		return fail(api.ReasonImagePullBackOff, pulled.Message)
+	}
+	if exitCode != nil {
+		switch {
+		case *exitCode != 0:
+			return fail(api.ReasonLauncherFailed, fmt.Sprintf("launcher pod %s exited with code %d: %s; check `kubectl logs %s`", launcherPod.Name, *exitCode, terminationMessage(launcherPod), launcherPod.Name))
+		case spawned.Status != metav1.ConditionTrue:
+			return fail(spawned.Reason, spawned.Message)
+		default:
+			v.Final = true
+			v.Conditions = append(v.Conditions, metav1.Condition{Type: api.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: api.ReasonPassed,
+				Message: fmt.Sprintf("mpirun ran on all %d hosts of the hostfile and the launcher exited 0", hostsSeen)})
+			return v
+		}
+	}
+	if o.TrainJobFailed != nil {
+		return fail(api.ReasonTrainJobFailed, fmt.Sprintf("the TrainJob failed (%s): %s", o.TrainJobFailed.Reason, o.TrainJobFailed.Message))
+	}
+	if o.Timeout > 0 && !o.Now.Before(o.Start.Add(o.Timeout)) {
+		stuck := "the launcher did not finish"
+		for _, c := range v.Conditions {
+			if c.Status != metav1.ConditionTrue {
+				stuck = fmt.Sprintf("%s is %s (%s): %s", c.Type, c.Status, c.Reason, c.Message)
+				break
+			}
+		}
+		return fail(api.ReasonTimeout, fmt.Sprintf("no verdict after %s: %s", o.Timeout, stuck))
+	}
+	return v
+}
+
+func (o Observation) all() []corev1.Pod {
+	return append(append([]corev1.Pod{}, o.Workers...), o.Launcher...)
+}
+
+func (o Observation) podsScheduled() metav1.Condition {
+	c := metav1.Condition{Type: api.ConditionPodsScheduled}
+	var waiting []string
+	for _, p := range o.all() {
+		if cond := podCondition(&p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			c.Status, c.Reason = metav1.ConditionFalse, api.ReasonUnschedulable
+			c.Message = fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, cond.Message)
+			return c
+		}
+		if p.Spec.NodeName == "" {
+			waiting = append(waiting, p.Name)
+		}
+	}
+	missing := missingPods(o)
+	if len(waiting) == 0 && missing == "" {
+		c.Status, c.Reason = metav1.ConditionTrue, api.ReasonAllScheduled
+		c.Message = fmt.Sprintf("the launcher and %d Worker pods are bound to nodes", len(o.Workers))
+		return c
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, api.ReasonWaiting
+	c.Message = strings.TrimSpace(joinNonEmpty("; ", listed("not yet bound", waiting), missing))
+	return c
+}
+
+// missingPods says which pods do not exist yet.
+func missingPods(o Observation) string {
+	var parts []string
+	if n := int32(len(o.Workers)); n < o.ExpectedWorkers {
+		parts = append(parts, fmt.Sprintf("%d of %d Worker pods exist", n, o.ExpectedWorkers))
+	}
+	if len(o.Launcher) == 0 {
+		parts = append(parts, "the launcher pod does not exist yet (it starts once every Worker is Ready)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+var pullFailures = map[string]bool{"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "ErrImageNeverPull": true}
+
+// final pull failures: the kubelet has given up for now or never will.
+var finalPullFailures = map[string]bool{"ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
+
+func (o Observation) imagesPulled() (metav1.Condition, bool) {
+	c := metav1.Condition{Type: api.ConditionImagesPulled}
+	var waiting []string
+	for _, p := range o.all() {
+		for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := st.State.Waiting; w != nil && pullFailures[w.Reason] {
+				c.Status, c.Reason = metav1.ConditionFalse, api.ReasonImagePullBackOff
+				c.Message = fmt.Sprintf("pod %s container %s cannot pull image %s: %s: %s; fix the image name or tag, or add imagePullSecrets to the runtime", p.Name, st.Name, st.Image, w.Reason, w.Message)
+				return c, finalPullFailures[w.Reason]
+			}
+		}
+		if !imagesPresent(&p) {
+			waiting = append(waiting, p.Name)
+		}
+	}
+	missing := missingPods(o)
+	if len(waiting) == 0 && missing == "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, api.ReasonAllPulled, "every container of the launcher and Worker pods has its image"
+		return c, false
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, api.ReasonWaiting
+	c.Message = strings.TrimSpace(joinNonEmpty("; ", listed("images not yet pulled", waiting), missing))
+	return c, false
+}
+
+// imagesPresent: a container that runs or ran has its image.
+func imagesPresent(p *corev1.Pod) bool {
+	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
+		return false
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.State.Running == nil && st.State.Terminated == nil && st.ImageID == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (o Observation) sshReady() metav1.Condition {
+	c := metav1.Condition{Type: api.ConditionSSHReady}
+	var notReady []string
+	for _, p := range o.Workers {
+		if cond := podCondition(&p, corev1.PodReady); cond == nil || cond.Status != corev1.ConditionTrue {
+			notReady = append(notReady, p.Name)
+		}
+	}
+	if len(notReady) == 0 && int32(len(o.Workers)) >= o.ExpectedWorkers {
+		c.Status, c.Reason = metav1.ConditionTrue, api.ReasonWorkersReady
+		c.Message = fmt.Sprintf("all %d Worker pods are Ready (sshd accepts connections)", len(o.Workers))
+		return c
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, api.ReasonWaiting
+	missing := ""
+	if n := int32(len(o.Workers)); n < o.ExpectedWorkers {
+		missing = fmt.Sprintf("%d of %d Worker pods exist", n, o.ExpectedWorkers)
+	}
+	c.Message = joinNonEmpty("; ", listed("Workers not Ready (sshd readiness probe failing)", notReady), missing)
+	return c
+}
+
+// mpiSpawned reads the launcher's node container: its exit code and the
+// distinct hostnames it wrote to the termination message.
+func (o Observation) mpiSpawned() (metav1.Condition, *int32, int32, *corev1.Pod) {
+	c := metav1.Condition{Type: api.ConditionMPISpawned, Status: metav1.ConditionFalse, Reason: api.ReasonWaiting, Message: "the launcher has not finished mpirun yet"}
+	for i := range o.Launcher {
+		p := &o.Launcher[i]
+		st := containerStatus(p, trainerconstants.Node)
+		if st == nil || st.State.Terminated == nil {
+			continue
+		}
+		t := st.State.Terminated
+		hosts := distinctLines(t.Message)
+		seen := int32(len(hosts))
+		code := t.ExitCode
+		switch {
+		case t.ExitCode != 0 && seen == 0:
+			c.Reason = api.ReasonLauncherFailed
+			c.Message = fmt.Sprintf("launcher pod %s exited with code %d without reporting hosts", p.Name, t.ExitCode)
+		case seen == 0:
+			c.Reason = api.ReasonLauncherFailed
+			c.Message = fmt.Sprintf("launcher pod %s exited 0 but wrote no hostnames to its termination message: the runtime's launcher image may lack sort/awk, or a wrapper replaced the smoke-test command", p.Name)
+		case seen >= o.HostsExpected:
+			c.Status, c.Reason = metav1.ConditionTrue, api.ReasonAllHosts
+			c.Message = fmt.Sprintf("mpirun reached %d of %d hosts: %s", seen, o.HostsExpected, strings.Join(hosts, ", "))
+		case seen == 1:
+			c.Reason = api.ReasonSingleHost
+			c.Message = fmt.Sprintf("launcher pod %s saw mpirun run on 1 host (%s) but the hostfile lists %d: every rank ran on one node. OpenMPI 5 ignores the Trainer's OMPI_MCA_orte_default_hostfile; launch with mpirun --hostfile %s (Intel MPI/MPICH: convert it to host:N and pass -f)", p.Name, hosts[0], o.HostsExpected, HostfilePath)
+		default:
+			c.Reason = api.ReasonTooFewHosts
+			c.Message = fmt.Sprintf("launcher pod %s saw mpirun run on %d hosts (%s) but the hostfile lists %d: some Workers got no ranks; check the slots per worker and the launcher's -np", p.Name, seen, strings.Join(hosts, ", "), o.HostsExpected)
+		}
+		return c, &code, seen, p
+	}
+	return c, nil, 0, nil
+}
+
+func (o Observation) oomKilled() (*corev1.Pod, string, *corev1.ContainerStateTerminated) {
+	pods := o.all()
+	for i := range pods {
+		p := &pods[i]
+		for _, st := range p.Status.ContainerStatuses {
+			for _, t := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+				if t != nil && t.Reason == "OOMKilled" {
+					return p, st.Name, t
+				}
+			}
+		}
+	}
+	return nil, "", nil
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == name {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+func containerLimit(p *corev1.Pod, container string, r corev1.ResourceName) (string, bool) {
+	for _, c := range p.Spec.Containers {
+		if c.Name == container {
+			if q, ok := c.Resources.Limits[r]; ok {
+				return q.String(), true
+			}
+		}
+	}
+	return "", false
+}
+
+func terminationMessage(p *corev1.Pod) string {
+	if st := containerStatus(p, trainerconstants.Node); st != nil && st.State.Terminated != nil {
+		if m := strings.TrimSpace(st.State.Terminated.Message); m != "" {
+			return m
+		}
+		return st.State.Terminated.Reason
+	}
+	return ""
+}
+
+func distinctLines(s string) []string {
+	set := map[string]bool{}
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			set[l] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for l := range set {
+		out = append(out, l)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func listed(what string, names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return what + ": " + strings.Join(names, ", ")
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+// setConditions copies the verdict's conditions onto the status, keeping
+// LastTransitionTime when a condition's status does not change.
+func setConditions(status *api.RuntimeTestStatus, conds []metav1.Condition, generation int64) {
+	for _, c := range conds {
+		c.ObservedGeneration = generation
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+}
