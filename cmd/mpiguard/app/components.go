@@ -8,6 +8,8 @@ import (
 
 	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
+	"github.com/mpiguard/mpiguard/runtimes/smoketest"
+	"github.com/mpiguard/mpiguard/webhooks/runtimetemplate"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
 
@@ -18,6 +20,10 @@ type Options struct {
 	TrainJobWebhooks bool
 	// RuntimePublisher publishes the curated MPI ClusterTrainingRuntimes.
 	RuntimePublisher publisher.Options
+	// RuntimeTemplateWebhook validates MPI (Cluster)TrainingRuntime templates.
+	RuntimeTemplateWebhook bool
+	// RuntimeTests runs the RuntimeTest smoke-test controller.
+	RuntimeTests smoketest.Options
 	// NetworkPolicies keeps one NetworkPolicy per MPI TrainJob.
 	NetworkPolicies networkpolicies.Options
 }
@@ -25,9 +31,11 @@ type Options struct {
 // DefaultOptions enables everything.
 func DefaultOptions() Options {
 	return Options{
-		TrainJobWebhooks: true,
-		RuntimePublisher: publisher.DefaultOptions(),
-		NetworkPolicies:  networkpolicies.DefaultOptions(),
+		TrainJobWebhooks:       true,
+		RuntimePublisher:       publisher.DefaultOptions(),
+		RuntimeTemplateWebhook: true,
+		RuntimeTests:           smoketest.DefaultOptions(),
+		NetworkPolicies:        networkpolicies.DefaultOptions(),
 	}
 }
 
@@ -35,6 +43,8 @@ func DefaultOptions() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TrainJobWebhooks, "trainjob-webhooks", o.TrainJobWebhooks, "Serve the TrainJob admission webhooks.")
 	o.RuntimePublisher.AddFlags(fs)
+	fs.BoolVar(&o.RuntimeTemplateWebhook, "runtime-template-webhook", o.RuntimeTemplateWebhook, "Serve the (Cluster)TrainingRuntime MPI template webhook.")
+	o.RuntimeTests.AddFlags(fs)
 	o.NetworkPolicies.AddFlags(fs)
 }
 
@@ -46,6 +56,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if err := publisher.SetupWithManager(mgr, opts.RuntimePublisher); err != nil {
+		return err
+	}
+	if err := runtimetemplate.SetupWithManager(mgr, runtimetemplate.Options{Enabled: opts.RuntimeTemplateWebhook}); err != nil {
+		return err
+	}
+	if err := smoketest.SetupWithManager(mgr, opts.RuntimeTests); err != nil {
 		return err
 	}
 	if err := networkpolicies.SetupWithManager(mgr, opts.NetworkPolicies); err != nil {

@@ -6,6 +6,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	runtimesv1alpha1 "github.com/mpiguard/mpiguard/runtimes/api/v1alpha1"
 )
 
 // schemeBuilders are the API groups mpiguard reads and writes. Components with
@@ -14,6 +16,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	clientgoscheme.AddToScheme,
 	trainer.AddToScheme,
 	jobsetv1alpha2.AddToScheme,
+	runtimesv1alpha1.AddToScheme,
 }
 
 // Scheme returns a new scheme with every API group mpiguard uses.
