@@ -1,0 +1,40 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	configapi "github.com/kubeflow/trainer/v2/pkg/apis/config/v1alpha1"
+	trainercontroller "github.com/kubeflow/trainer/v2/pkg/controller"
+	runtimecore "github.com/kubeflow/trainer/v2/pkg/runtime/core"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+)
+
+// TrainerController registers the Kubeflow Trainer's own controllers (TrainJob,
+// TrainingRuntime, ClusterTrainingRuntime) from the pinned module on mgr, with the
+// Trainer's default configuration, exactly as trainer-controller-manager does
+// (minus its webhooks and cert management). Use it as Options.Setup:
+//
+//	framework.Options{Setup: framework.TrainerController}
+//
+// A TrainJob then really becomes a JobSet, an MPI hostfile ConfigMap and an SSH
+// Secret. Nothing runs the JobSet, Job or kubelet controllers: tests that need pods
+// create them from the JobSet's templates and set their status themselves.
+// Gang-scheduling plugins stay idle unless their PodGroup CRDs are installed.
+func TrainerController(ctx context.Context, mgr ctrl.Manager) error {
+	cfg := &configapi.Configuration{}
+	configapi.SetDefaults_Configuration(cfg)
+	runtimes, err := runtimecore.New(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), cfg)
+	if err != nil {
+		return fmt.Errorf("initialising the Trainer's runtimes: %w", err)
+	}
+	// Controller names are process-global in controller-runtime; suites start one
+	// manager, but skipping the check keeps a second Start in one process possible.
+	opts := controller.Options{SkipNameValidation: ptr.To(true)}
+	if failed, err := trainercontroller.SetupControllers(mgr, runtimes, opts); err != nil {
+		return fmt.Errorf("setting up the Trainer's %s controller: %w", failed, err)
+	}
+	return nil
+}
