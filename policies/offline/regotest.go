@@ -1,0 +1,69 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/tester"
+)
+
+// RunRegoTests runs the Rego unit tests (test_* rules in *_test.rego) of a
+// policies tree with OPA's tester, like `opa test`, but from an fs.FS so the
+// embedded policies can be tested. YAML and JSON beside the Rego (samples,
+// parameters) are not data for the tests. A policy folder without any test is
+// reported as a failed result, where `opa test` passes it silently.
+func RunRegoTests(ctx context.Context, fsys fs.FS) ([]*tester.Result, error) {
+	modules := map[string]*ast.Module{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".rego") {
+			return err
+		}
+		src, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		m, err := ast.ParseModuleWithOpts(p, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return err
+		}
+		modules[p] = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ch, err := tester.NewRunner().SetModules(modules).SetDefaultRegoVersion(ast.RegoV1).RaiseBuiltinErrors(true).RunTests(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	var results []*tester.Result
+	tested := map[string]bool{}
+	for r := range ch {
+		results = append(results, r)
+		tested[dirOf(r.Location)] = true
+	}
+	for file := range modules {
+		dir := strings.SplitN(file, "/", 2)[0]
+		if strings.HasSuffix(file, "_test.rego") || !strings.Contains(file, "/") || tested[dir] {
+			continue
+		}
+		tested[dir] = true
+		results = append(results, &tester.Result{
+			Package: dir,
+			Name:    "(no tests)",
+			Fail:    true,
+			Error:   fmt.Errorf("policy folder %s has Rego but no test_* rule in a *_test.rego file", dir),
+		})
+	}
+	return results, nil
+}
+
+func dirOf(loc *ast.Location) string {
+	if loc == nil {
+		return ""
+	}
+	return strings.SplitN(loc.File, "/", 2)[0]
+}
