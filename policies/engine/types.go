@@ -97,7 +97,7 @@ type Decision struct {
 	// Mutation is what the mutating webhook applies (empty in dryrun).
 	Mutation Mutation
 	// DryRunMutations are the mutations of dryrun policies, logged only.
-	DryRunMutations []Change
+	DryRunMutations  []Change
 	PolicySetVersion string
 	Latency          time.Duration
 }
