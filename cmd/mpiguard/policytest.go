@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpiguard/mpiguard/policies"
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/offline"
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+func init() { registerSubcommand(newPolicyCommand) }
+
+func newPolicyCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Work with mpiguard's Rego policies",
+	}
+	cmd.AddCommand(newPolicyTestCommand())
+	return cmd
+}
+
+func newPolicyTestCommand() *cobra.Command {
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "test [DIR]",
+		Short: "Run the policies' Rego unit tests and sample suites",
+		Long: `test runs, for the embedded policies or the policies tree in DIR (one folder per
+policy: its .rego, _test.rego and samples/):
+
+  1. the Rego unit tests (test_* rules) with OPA's tester; a policy folder
+     without tests fails;
+  2. every sample through the real renderer and engine, compared with its .want
+     file; allowed-*.yaml must be allowed, denied-*.yaml must be denied by the
+     folder's own policy, and every folder needs both, so a policy that matches
+     nothing fails.
+
+Exit status: 0 all pass, 1 any failure, 2 the policies cannot be loaded.`,
+		Example: `  mpiguard policy test
+  mpiguard policy test ./my-policies -v`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := ""
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			return runPolicyTest(cmd.Context(), dir, verbose, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests and samples too")
+	return cmd
+}
+
+func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var fsys fs.FS = policies.FS
+	if dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			return &exitError{2, err}
+		}
+		fsys = os.DirFS(dir)
+	}
+	failed := 0
+
+	tests, err := offline.RunRegoTests(ctx, fsys)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	for _, r := range tests {
+		switch {
+		case !r.Pass():
+			failed++
+			fmt.Fprintf(out, "FAIL rego %s.%s (%v): %v\n", r.Package, r.Name, r.Location, r.Error)
+		case verbose:
+			fmt.Fprintf(out, "PASS rego %s.%s\n", r.Package, r.Name)
+		}
+	}
+
+	set, err := policySetFromFlags(dir, "")
+	if err != nil {
+		return &exitError{2, err}
+	}
+	eng, err := engine.New(ctx, set, engine.Options{})
+	if err != nil {
+		return &exitError{2, err}
+	}
+	rnd, err := render.NewRenderer(ctx)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	cases, err := offline.RunSamples(ctx, fsys, &offline.Evaluator{Engine: eng, Renderer: rnd, User: "mpiguard-policy-test"})
+	if err != nil {
+		return &exitError{2, err}
+	}
+	for _, c := range cases {
+		switch {
+		case c.Failed():
+			failed++
+			fmt.Fprintf(out, "FAIL sample %s\n", c.File)
+			for _, f := range c.Failures {
+				fmt.Fprintf(out, "  %s\n", f)
+			}
+		case verbose:
+			fmt.Fprintf(out, "PASS sample %s\n", c.File)
+		}
+	}
+	fmt.Fprintf(out, "%d Rego tests, %d samples, %d failed\n", len(tests), len(cases), failed)
+	if failed > 0 {
+		return &exitError{1, fmt.Errorf("%d policy tests failed", failed)}
+	}
+	return nil
+}

@@ -1,0 +1,353 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// demoPolicy denies more than max nodes, warns about one node, and labels pods.
+func demoPolicy(max int) string {
+	return `package mpiguard.policies.node_limit
+
+deny contains {"field": "spec.trainer.numNodes", "msg": sprintf("%d nodes is more than ` + itoa(max) + `", [input.job.numNodes])} if {
+	input.job.numNodes > ` + itoa(max) + `
+}
+
+warn contains {"field": "spec.trainer.numNodes", "msg": "a single node needs no MPI"} if input.job.numNodes == 1
+
+mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "metadata.labels", "key": "demo", "value": "yes"} if {
+	some rj in input.job.replicatedJobs
+}
+`
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// value reads a counter or gauge.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Counter != nil {
+		return out.Counter.GetValue()
+	}
+	return out.Gauge.GetValue()
+}
+
+// series counts the series of a metric family in a registry.
+func series(t *testing.T, reg *prometheus.Registry, name string) int {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return len(f.Metric)
+		}
+	}
+	return 0
+}
+
+func demoSet(max int, settings PolicySettings) PolicySet {
+	return PolicySet{
+		Modules:    map[string]string{"node-limit/node_limit.rego": demoPolicy(max)},
+		Parameters: Parameters{Policies: map[string]PolicySettings{"node-limit": settings}},
+	}
+}
+
+func mpiRequest(ns string, nodes int32) *Request {
+	return &Request{
+		Operation: Create,
+		User:      "alice",
+		TrainJob:  &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}},
+		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		View: &render.JobView{
+			MPI: true, NumNodes: nodes, SlotsPerWorker: 1,
+			ReplicatedJobs: []render.ReplicatedJobView{
+				{Name: "launcher", Role: render.RoleLauncher, Pods: 1},
+				{Name: "node", Role: render.RoleWorker, Pods: nodes},
+			},
+		},
+	}
+}
+
+func decide(t *testing.T, e *Engine, req *Request) *Decision {
+	t.Helper()
+	d, err := e.Decide(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+	return d
+}
+
+func TestEnforcementAndExemptions(t *testing.T) {
+	denyMsg := Violation{Policy: "node-limit", Field: "spec.trainer.numNodes", Message: "4 nodes is more than 2"}
+	labels := []Change{
+		{Policy: "node-limit", Target: "podTemplate", ReplicatedJob: "launcher", Field: "metadata.labels", Key: "demo", Value: "yes"},
+		{Policy: "node-limit", Target: "podTemplate", ReplicatedJob: "node", Field: "metadata.labels", Key: "demo", Value: "yes"},
+	}
+	with := func(v Violation, a Enforcement) Violation { v.Action = a; return v }
+	cases := []struct {
+		name       string
+		settings   PolicySettings
+		ns         string
+		nodes      int32
+		wantAllow  bool
+		wantViols  []Violation
+		wantChange []Change
+		wantDryRun []Change
+	}{
+		{name: "deny", nodes: 4, ns: "a", wantViols: []Violation{with(denyMsg, EnforceDeny)}, wantChange: labels},
+		{name: "within limit", nodes: 2, ns: "a", wantAllow: true, wantChange: labels},
+		{name: "warn rule only warns under deny", nodes: 1, ns: "a", wantAllow: true,
+			wantViols:  []Violation{{Policy: "node-limit", Action: EnforceWarn, Field: "spec.trainer.numNodes", Message: "a single node needs no MPI"}},
+			wantChange: labels},
+		{name: "warn enforcement", settings: PolicySettings{Enforcement: EnforceWarn}, nodes: 4, ns: "a", wantAllow: true,
+			wantViols: []Violation{with(denyMsg, EnforceWarn)}, wantChange: labels},
+		{name: "dryrun logs only", settings: PolicySettings{Enforcement: EnforceDryRun}, nodes: 4, ns: "a", wantAllow: true,
+			wantViols: []Violation{with(denyMsg, EnforceDryRun)}, wantDryRun: labels},
+		{name: "exempt namespace", settings: PolicySettings{ExemptNamespaces: []string{"sandbox-*"}}, nodes: 4, ns: "sandbox-1", wantAllow: true},
+		{name: "exemption prefix does not match", settings: PolicySettings{ExemptNamespaces: []string{"sandbox-*"}}, nodes: 4, ns: "prod",
+			wantViols: []Violation{with(denyMsg, EnforceDeny)}, wantChange: labels},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := New(context.Background(), demoSet(2, tc.settings), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := decide(t, e, mpiRequest(tc.ns, tc.nodes))
+			if d.Allowed != tc.wantAllow {
+				t.Errorf("Allowed = %v, want %v", d.Allowed, tc.wantAllow)
+			}
+			if diff := cmp.Diff(tc.wantViols, d.Violations, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantChange, d.Mutation.Changes, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("mutations (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDryRun, d.DryRunMutations, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("dry-run mutations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHotReloadKeepsLastGoodSet(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	e, err := New(ctx, demoSet(2, PolicySettings{}), Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := e.Version()
+	if d := decide(t, e, mpiRequest("a", 4)); d.Allowed {
+		t.Fatal("4 nodes allowed under a limit of 2")
+	}
+
+	broken := PolicySet{Modules: map[string]string{"node-limit/node_limit.rego": "package mpiguard.policies.node_limit\n\ndeny contains msg if {\n\tmsg := undefined_function(1)\n}\n"}}
+	err = e.Load(ctx, broken)
+	var ce *CompileError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Load(broken) = %v, want a *CompileError", err)
+	}
+	if !strings.Contains(err.Error(), "node-limit/node_limit.rego:4:") {
+		t.Errorf("compile error %q does not name file:row node-limit/node_limit.rego:4", err)
+	}
+	if diff := cmp.Diff(err.Error(), e.LastError().Error()); diff != "" {
+		t.Errorf("LastError differs: %s", diff)
+	}
+	if e.Version() != v1 {
+		t.Errorf("version changed to %s after a failed load", e.Version())
+	}
+	if d := decide(t, e, mpiRequest("a", 4)); d.Allowed || d.PolicySetVersion != v1 {
+		t.Errorf("after a failed load: allowed=%v version=%s, want the last good set (denied, %s)", d.Allowed, d.PolicySetVersion, v1)
+	}
+
+	if err := e.Load(ctx, demoSet(5, PolicySettings{})); err != nil {
+		t.Fatal(err)
+	}
+	if e.LastError() != nil {
+		t.Errorf("LastError = %v after a good load", e.LastError())
+	}
+	if d := decide(t, e, mpiRequest("a", 4)); !d.Allowed || d.PolicySetVersion == v1 {
+		t.Errorf("after the fix: allowed=%v version=%s, want allowed with a new version", d.Allowed, d.PolicySetVersion)
+	}
+	if got := value(t, e.metrics.reloads.WithLabelValues("failure")); got != 1 {
+		t.Errorf("reload failures = %v, want 1", got)
+	}
+	if got := value(t, e.metrics.reloads.WithLabelValues("success")); got != 2 {
+		t.Errorf("reload successes = %v, want 2", got)
+	}
+	if got := value(t, e.metrics.setInfo.WithLabelValues(e.Version())); got != 1 {
+		t.Errorf("policy set info for %s = %v, want 1", e.Version(), got)
+	}
+	if n := series(t, reg, "mpiguard_policy_set_info"); n != 1 {
+		t.Errorf("policy set info series = %d, want exactly 1", n)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	cases := map[string]PolicySet{
+		"parse error":          {Modules: map[string]string{"x.rego": "package mpiguard.policies.x\n\ndeny contains if {"}},
+		"no policy package":    {Modules: map[string]string{"x.rego": "package other\n\nallow := true\n"}},
+		"unknown policy param": {Modules: map[string]string{"node-limit/n.rego": demoPolicy(2)}, Parameters: Parameters{Policies: map[string]PolicySettings{"typo": {}}}},
+	}
+	for name, set := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := New(context.Background(), set, Options{}); err == nil {
+				t.Error("New accepted a bad policy set")
+			}
+		})
+	}
+}
+
+func TestNonMPIJobIsNotEvaluated(t *testing.T) {
+	var log bytes.Buffer
+	e, err := New(context.Background(), demoSet(2, PolicySettings{}), Options{DecisionLog: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := mpiRequest("a", 9)
+	req.View.MPI = false
+	d := decide(t, e, req)
+	if !d.Allowed || d.Governed || len(d.Violations) > 0 || !d.Mutation.Empty() {
+		t.Errorf("non-MPI decision = %+v, want allowed, not governed, untouched", d)
+	}
+	if log.Len() != 0 {
+		t.Errorf("non-MPI decision logged: %s", log.String())
+	}
+}
+
+func TestBadRequestsAreErrors(t *testing.T) {
+	e, err := New(context.Background(), demoSet(2, PolicySettings{}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noView := mpiRequest("a", 1)
+	noView.View = nil
+	updateWithoutOld := mpiRequest("a", 1)
+	updateWithoutOld.Operation = Update
+	for name, req := range map[string]*Request{"nil": nil, "no view": noView, "update without old": updateWithoutOld} {
+		if _, err := e.Decide(context.Background(), req); err == nil {
+			t.Errorf("%s: Decide returned no error", name)
+		}
+	}
+}
+
+func TestMalformedPolicyResultsAreErrors(t *testing.T) {
+	cases := map[string]string{
+		"violation without msg":         "package mpiguard.policies.bad\n\ndeny contains {\"field\": \"spec\"} if true\n",
+		"mutation of a forbidden field": "package mpiguard.policies.bad\n\nmutate contains {\"target\": \"trainJob\", \"field\": \"spec.trainer.numNodes\", \"value\": 1} if true\n",
+		"conflicting mutations":         "package mpiguard.policies.bad\n\nmutate contains {\"target\": \"podTemplate\", \"replicatedJob\": \"node\", \"field\": \"metadata.labels\", \"key\": \"k\", \"value\": v} if some v in [\"a\", \"b\"]\n",
+	}
+	for name, src := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, err := New(context.Background(), PolicySet{Modules: map[string]string{"bad.rego": src}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, err := e.Decide(context.Background(), mpiRequest("a", 1)); err == nil {
+				t.Errorf("Decide = %+v, want an error (never a silent allow)", d)
+			}
+		})
+	}
+}
+
+func TestDecisionLogLine(t *testing.T) {
+	var log bytes.Buffer
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e, err := New(context.Background(), demoSet(2, PolicySettings{}), Options{DecisionLog: &log, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide(t, e, mpiRequest("team-a", 4))
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("decision log has %d lines, want 1:\n%s", len(lines), log.String())
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["latencySeconds"].(float64); !ok {
+		t.Errorf("latencySeconds missing: %v", got)
+	}
+	delete(got, "latencySeconds")
+	delete(got, "mutations")
+	want := map[string]any{
+		"time": "2026-01-02T03:04:05Z", "user": "alice", "namespace": "team-a", "trainJob": "train",
+		"operation": "CREATE", "policySetVersion": e.Version(), "allowed": false,
+		"violations": []any{map[string]any{"policy": "node-limit", "action": "deny", "field": "spec.trainer.numNodes", "message": "4 nodes is more than 2"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decision log line (-want +got):\n%s", diff)
+	}
+}
+
+func TestMutationApplyIsIdempotent(t *testing.T) {
+	e, err := New(context.Background(), demoSet(2, PolicySettings{}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decide(t, e, mpiRequest("a", 2))
+	kueue := trainer.RuntimePatch{Manager: "kueue.x-k8s.io/manager"}
+	tj := &trainer.TrainJob{Spec: trainer.TrainJobSpec{RuntimePatches: []trainer.RuntimePatch{kueue}}}
+	if !d.Mutation.Apply(tj) {
+		t.Fatal("first Apply changed nothing")
+	}
+	once := tj.DeepCopy()
+	if d.Mutation.Apply(tj) {
+		t.Error("second Apply changed the TrainJob")
+	}
+	if diff := cmp.Diff(once, tj); diff != "" {
+		t.Errorf("second Apply (-once +twice):\n%s", diff)
+	}
+	want := []trainer.RuntimePatch{kueue, {
+		Manager: AdmissionManager,
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{
+			ReplicatedJobs: []trainer.ReplicatedJobPatch{
+				{Name: "launcher", Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{Metadata: &metav1.ObjectMeta{Labels: map[string]string{"demo": "yes"}}}}}},
+				{Name: "node", Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{Metadata: &metav1.ObjectMeta{Labels: map[string]string{"demo": "yes"}}}}}},
+			},
+		}}},
+	}}
+	if diff := cmp.Diff(want, tj.Spec.RuntimePatches); diff != "" {
+		t.Errorf("runtime patches (-want +got):\n%s", diff)
+	}
+
+	// A changed entry is replaced as a whole; the deadline is only set when absent.
+	tj.Spec.RuntimePatches[1].TrainingRuntimeSpec.Template.Spec.ReplicatedJobs[0].Name = "stale"
+	tj.Spec.ActiveDeadlineSeconds = 60
+	m := d.Mutation
+	m.ActiveDeadlineSeconds = ptr.To[int64](3600)
+	if !m.Apply(tj) {
+		t.Error("Apply did not repair a changed entry")
+	}
+	if diff := cmp.Diff(want, tj.Spec.RuntimePatches); diff != "" {
+		t.Errorf("repaired runtime patches (-want +got):\n%s", diff)
+	}
+	if tj.Spec.ActiveDeadlineSeconds != 60 {
+		t.Errorf("activeDeadlineSeconds = %d, want the user's 60 kept", tj.Spec.ActiveDeadlineSeconds)
+	}
+}
