@@ -1,0 +1,39 @@
+package render
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// BenchmarkRender64Workers renders an MPI TrainJob with 64 workers of 8 GPUs each,
+// with a namespace LimitRange, the way admission renders every submit.
+// Reproduce: go test ./policies/render -run '^$' -bench BenchmarkRender64Workers -benchmem
+func BenchmarkRender64Workers(b *testing.B) {
+	r := renderer(b)
+	rt := mpiRuntime(ancestorOn("node"),
+		containerResources("node", rl("cpu=16", "memory=64Gi"), rl("memory=64Gi")),
+		containerResources("launcher", rl("cpu=1", "memory=2Gi"), rl("cpu=1", "memory=2Gi")))
+	tj := trainJob(numNodes(64), resourcesPerNode(nil, rl("nvidia.com/gpu=8", "cpu=32")))
+	lr := limitRange("defaults", corev1.LimitRangeItem{Default: rl("ephemeral-storage=10Gi")})
+	if err := ApplyDefaults(rt, tj, &lr); err != nil {
+		b.Fatal(err)
+	}
+	in := Input{TrainJob: tj, Runtime: rt, LimitRanges: []corev1.LimitRange{lr}}
+	ctx := context.Background()
+	view, err := r.Render(ctx, in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if view.Workers.Pods != 64 || len(view.Hostfile) != 64 || view.SlotsPerWorker != 8 || view.GPUsPerWorker != 8 {
+		b.Fatalf("unexpected view: %d workers, %d hostfile lines, %d slots, %d GPUs",
+			view.Workers.Pods, len(view.Hostfile), view.SlotsPerWorker, view.GPUsPerWorker)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Render(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
