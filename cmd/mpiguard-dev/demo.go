@@ -26,6 +26,7 @@ func runDemo(ctx context.Context, env *framework.Env) error {
 var demoSteps = []func(context.Context, *framework.Env) error{
 	showRuntimes,
 	showAdmission,
+	showNetworkPolicies,
 }
 
 // showRuntimes lists the ClusterTrainingRuntimes once the publisher has applied them.
