@@ -273,6 +273,9 @@ func (r *Reconciler) ensureTrainJob(ctx context.Context, rt *api.RuntimeTest, sp
 		ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: trainJobName(rt), Labels: map[string]string{LabelRuntimeTest: rt.Name}},
 		Spec: trainer.TrainJobSpec{
 			RuntimeRef: trainer.RuntimeRef{Name: rt.Spec.RuntimeRef.Name, Kind: ptr.To(kind), APIGroup: ptr.To(trainer.GroupVersion.Group)},
+			// A smoke test must never outlive its RuntimeTest's verdict by much,
+			// whatever happens to this controller.
+			ActiveDeadlineSeconds: int64(timeout(rt).Seconds()) + 60,
 			Trainer: &trainer.Trainer{
 				NumNodes:       ptr.To(numNodes),
 				NumProcPerNode: ptr.To(max(rt.Spec.SlotsPerWorker, 1)),

@@ -87,7 +87,9 @@ var _ = Describe("Runtime template webhook", func() {
 			Expect(err.Error()).To(ContainSubstring(d.message))
 		},
 		Entry("launcher container not named node", deny{
-			mutate:  func(s *trainer.TrainingRuntimeSpec) { s.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.Containers[0].Name = "mpi" },
+			mutate: func(s *trainer.TrainingRuntimeSpec) {
+				s.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.Containers[0].Name = "mpi"
+			},
 			message: `the launcher job has no container named "node"`,
 		}),
 		Entry("ancestor label on both jobs", deny{
