@@ -50,6 +50,7 @@ func DefaultOptions() Options { return Options{Enabled: true, Poll: 10 * time.Se
 
 // +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests/finalizers,verbs=update
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods;configmaps,verbs=get;list;watch

@@ -144,6 +144,8 @@ type RuntimeTest struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is immutable: a RuntimeTest runs once; delete and re-create it to run again.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a RuntimeTest runs once; delete and re-create it to test again"
 	Spec   RuntimeTestSpec   `json:"spec"`
 	Status RuntimeTestStatus `json:"status,omitempty"`
 }

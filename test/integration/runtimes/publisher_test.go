@@ -6,9 +6,12 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
@@ -44,6 +47,26 @@ var _ = Describe("Curated runtimes publisher", func() {
 			managers = append(managers, mf.Manager+"/"+string(mf.Operation))
 		}
 		Expect(managers).To(ContainElement(publisher.FieldOwner + "/Apply"))
+	})
+
+	It("resolves the stable alias for new TrainJobs, and the Trainer snapshots it for running ones", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		job := &trainer.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alias"},
+			Spec: trainer.TrainJobSpec{
+				RuntimeRef: trainer.RuntimeRef{Name: "mpiguard-openmpi"},
+				Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](2), Args: []string{"python", "train.py"}},
+			},
+		}
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		var snapshot corev1.ConfigMap
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alias-runtime-snapshot"}, &snapshot)
+		}, timeout, interval).Should(Succeed(), "the Trainer keeps the runtime it started with")
+		var snap trainer.ClusterTrainingRuntime
+		Expect(yaml.Unmarshal([]byte(snapshot.Data["runtime"]), &snap)).To(Succeed())
+		Expect(snap.Annotations).To(HaveKeyWithValue(catalog.AnnotationAliasOf, "mpiguard-openmpi-v2"))
+		Expect(snap.Spec).To(Equal(get(ctx, "mpiguard-openmpi-v2")(Default).Spec))
 	})
 
 	It("restores a deleted curated runtime, every time", func(ctx context.Context) {

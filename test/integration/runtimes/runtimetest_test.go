@@ -222,6 +222,32 @@ var _ = Describe("RuntimeTest", func() {
 		trainJobGone(ctx, rt)
 	})
 
+	It("counts the launcher as a host on a runLauncherAsNode runtime (DeepSpeed)", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt, k := smokeTest(ctx, ns, "deepspeed", func(rt *api.RuntimeTest) { rt.Spec.RuntimeRef.Name = "mpiguard-deepspeed" })
+		var job trainer.TrainJob
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: k.jobSet.Name}, &job)).To(Succeed())
+		Expect(*job.Spec.Trainer.NumNodes).To(BeEquivalentTo(3), "2 Workers + the launcher, which is a node")
+		w0, w1 := k.pod(ctx, "node", 0), k.pod(ctx, "node", 1)
+		k.status(ctx, w0, readyWorker(image(w0)))
+		k.status(ctx, w1, readyWorker(image(w1)))
+		launcher := k.pod(ctx, "launcher", 0)
+		k.status(ctx, launcher, launcherExited(image(launcher), 0, launcher.Name+"\n"+w0.Name+"\n"+w1.Name+"\n"))
+		Eventually(succeeded(ctx, rt), timeout, interval).Should(And(Not(BeNil()), HaveField("Reason", api.ReasonPassed)))
+		Expect(rt.Status.HostsExpected).To(BeEquivalentTo(3), "the hostfile the Trainer rendered lists the launcher too")
+		trainJobGone(ctx, rt)
+	})
+
+	It("launches Intel MPI with Hydra flags on a converted hostfile", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt, k := smokeTest(ctx, ns, "intel", func(rt *api.RuntimeTest) { rt.Spec.RuntimeRef.Name = "mpiguard-intelmpi" })
+		launcher := k.pod(ctx, "launcher", 0)
+		Expect(launcher.Spec.Containers[0].Command).To(HaveLen(3))
+		Expect(launcher.Spec.Containers[0].Command[2]).To(And(ContainSubstring(`print $1 ":" s[2]`), ContainSubstring("mpirun -f /tmp/mpiguard-hostfile")))
+		Expect(launcher.Spec.Containers[0].Image).To(Equal("docker.io/mpioperator/intel:v0.6.0"))
+		Expect(rt.Spec.RuntimeRef.Name).To(Equal("mpiguard-intelmpi"))
+	})
+
 	It("times out, saying where it was stuck", func(ctx context.Context) {
 		ns := env.Namespace(ctx, nil)
 		rt, k := smokeTest(ctx, ns, "stuck", func(rt *api.RuntimeTest) { rt.Spec.TimeoutSeconds = 10 })
