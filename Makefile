@@ -22,7 +22,7 @@ TEST_TIMEOUT  ?= 40m
 
 CONTROLLER_GEN = $(GO) tool controller-gen
 KUSTOMIZE      = $(GO) tool kustomize
-GOLANGCI_LINT  = $(GO) tool golangci-lint
+GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
 
 UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/)

@@ -81,7 +81,7 @@ var _ = Describe("config/default", func() {
 			if o.GetKind() == "Namespace" {
 				continue
 			}
-			err := env.Client.Patch(ctx, o, client.Apply, client.DryRunAll, client.FieldOwner("mpiguard-config-test"), client.ForceOwnership)
+			err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.FieldOwner("mpiguard-config-test"), client.ForceOwnership)
 			Expect(err).NotTo(HaveOccurred(), "server-side dry-run of %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 		}
 		for _, kind := range []string{"Deployment", "PodDisruptionBudget", "Service", "Issuer", "Certificate", "ValidatingWebhookConfiguration", "ClusterRole", "ServiceAccount"} {
