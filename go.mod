@@ -354,7 +354,6 @@ require (
 )
 
 tool (
-	github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	github.com/open-policy-agent/opa
 	sigs.k8s.io/controller-tools/cmd/controller-gen
 	sigs.k8s.io/kustomize/kustomize/v5
