@@ -22,8 +22,9 @@ import (
 //     container's request is at least the LimitRange min, its limit at most the max.
 // Messages repeat the apiserver's wording and add why and how to fix it.
 
-// templateProblems validates one rendered pod template as Job/JobSet validation
-// does (before pod defaulting: a limit without a request is fine there).
+// templateProblems validates one rendered pod template as Job validation does
+// (before pod defaulting: a limit without a request is fine there). The JobSet
+// controller's Job is rejected for these.
 func templateProblems(spec *corev1.PodSpec, podPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i := range spec.InitContainers {
@@ -36,6 +37,38 @@ func templateProblems(spec *corev1.PodSpec, podPath *field.Path) field.ErrorList
 	}
 	if spec.Resources != nil {
 		errs = append(errs, resourceProblems(spec.Resources, podPath.Child("resources"))...)
+	}
+	return errs
+}
+
+// admittedPodProblems validates the pod after defaulting and mutating admission, as
+// pod creation does: a LimitRange default limit below the container's request makes
+// a valid template produce invalid pods. Problems already found on the template are
+// not repeated.
+func admittedPodProblems(pod *corev1.Pod, podPath *field.Path, found field.ErrorList) field.ErrorList {
+	var errs field.ErrorList
+	add := func(list field.ErrorList) {
+		for _, e := range list {
+			dup := false
+			for _, f := range found {
+				if f.Type == e.Type && f.Field == e.Field {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				e.Detail += " (after the namespace's LimitRange defaults were applied to the pod)"
+				errs = append(errs, e)
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		add(resourceProblems(&c.Resources, podPath.Child("initContainers").Key(c.Name).Child("resources")))
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		add(resourceProblems(&c.Resources, podPath.Child("containers").Key(c.Name).Child("resources")))
 	}
 	return errs
 }

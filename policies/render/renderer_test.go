@@ -330,6 +330,27 @@ func TestRender(t *testing.T) {
 				},
 			},
 		},
+		"LimitRange default limit below the merged request: invalid pods after admission": {
+			runtime:  mpiRuntime(ancestorOn("node")),
+			trainJob: trainJob(numNodes(1), resourcesPerNode(rl("cpu=3"), nil)),
+			limitRanges: []corev1.LimitRange{limitRange("defaults", corev1.LimitRangeItem{
+				Default: rl("cpu=2", "memory=4Gi"), DefaultRequest: rl("cpu=1", "memory=2Gi"),
+			})},
+			want: summary{
+				MPI: true, MPIImplementation: "OpenMPI", NumNodes: 1, SlotsPerWorker: 1,
+				Hostfile: hosts("node", 1, 1),
+				ReplicatedJobs: []rjSummary{
+					{Name: "node", Role: RoleWorker, Pods: 1,
+						Requests: map[string]string{"cpu": "3", "memory": "2Gi"}, Limits: map[string]string{"cpu": "2", "memory": "4Gi"}},
+					{Name: "launcher", Role: RoleLauncher, Pods: 1,
+						Requests: map[string]string{"cpu": "1", "memory": "2Gi"}, Limits: map[string]string{"cpu": "2", "memory": "4Gi"}},
+				},
+				TotalPods:     2,
+				TotalRequests: map[string]string{"cpu": "4", "memory": "4Gi"},
+				TotalLimits:   map[string]string{"cpu": "4", "memory": "8Gi"},
+				Problems:      []string{"FieldValueInvalid " + nodeRJ + ".containers[node].resources.requests[cpu]"},
+			},
+		},
 		"RuntimeClass overhead is charged": {
 			runtime: mpiRuntime(runtimeClass("node", "kata"),
 				containerResources("node", rl("cpu=1", "memory=1Gi"), rl("cpu=1", "memory=1Gi"))),

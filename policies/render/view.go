@@ -43,9 +43,10 @@ func buildView(trainJob *trainer.TrainJob, runtimeObj client.Object, jobSet *job
 		rv.PodTemplate = rj.Template.Spec.Template
 
 		podPath := rjPath.Key(rj.Name).Child("template", "spec", "template", "spec")
-		view.Problems = append(view.Problems, templateProblems(&rv.PodTemplate.Spec, podPath)...)
-		pod, problems := admission.admittedPod(&rv.PodTemplate, podPath)
-		view.Problems = append(view.Problems, problems...)
+		problems := templateProblems(&rv.PodTemplate.Spec, podPath)
+		pod, admissionProblems := admission.admittedPod(&rv.PodTemplate, podPath)
+		problems = append(problems, admittedPodProblems(pod, podPath, problems)...)
+		view.Problems = append(view.Problems, append(problems, admissionProblems...)...)
 		rv.PerPod = podCharge(pod)
 		addCharge(&view.Total, &rv.PerPod, rv.Pods)
 	}

@@ -1,0 +1,379 @@
+package render
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/kubeflow/trainer/v2/pkg/constants"
+
+	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/framework"
+)
+
+// pair is one TrainJob/runtime pair of the corpus, built for a fresh namespace.
+type pair struct {
+	// runtime returns the ClusterTrainingRuntime (named name) or TrainingRuntime.
+	runtime        func(ns, name string) client.Object
+	trainJob       func(ns, runtimeName string) *trainer.TrainJob
+	limitRanges    []*corev1.LimitRange
+	runtimeClasses []*nodev1.RuntimeClass
+	// wantProblems says the rendered pods are invalid (the apiserver must reject them).
+	wantProblems bool
+}
+
+const jobName = "job"
+
+// upstream loads one of the pinned Trainer module's manifests/base/runtimes.
+func upstream(file string) func(ns, name string) client.Object {
+	return func(_, name string) client.Object {
+		dir, err := framework.TrainerRuntimes()
+		Expect(err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		Expect(err).NotTo(HaveOccurred())
+		rt := &trainer.ClusterTrainingRuntime{}
+		Expect(yaml.Unmarshal(data, rt)).To(Succeed())
+		rt.Name = name
+		return rt
+	}
+}
+
+func clusterRuntime(build func(b *fixtures.RuntimeBuilder)) func(ns, name string) client.Object {
+	return func(_, name string) client.Object {
+		b := fixtures.MPIRuntime(name)
+		if build != nil {
+			build(b)
+		}
+		return b.Cluster()
+	}
+}
+
+func job(build func(b *fixtures.TrainJobBuilder)) func(ns, runtimeName string) *trainer.TrainJob {
+	return func(ns, runtimeName string) *trainer.TrainJob {
+		b := fixtures.TrainJob(ns, jobName, runtimeName)
+		build(b)
+		return b.Obj()
+	}
+}
+
+func nodeSelectorPatch(manager string, selector map[string]string, jobs ...string) trainer.RuntimePatch {
+	var rjs []trainer.ReplicatedJobPatch
+	for _, j := range jobs {
+		rjs = append(rjs, trainer.ReplicatedJobPatch{Name: j, Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{
+			Template: &trainer.PodTemplatePatch{Spec: &trainer.PodSpecPatch{NodeSelector: selector}},
+		}}})
+	}
+	return trainer.RuntimePatch{Manager: manager, TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{
+		Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: rjs}},
+	}}
+}
+
+// kv turns "name=quantity" strings into the fixtures' name/quantity pairs.
+func kv(pairs ...string) []string {
+	out := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		k, v, _ := strings.Cut(p, "=")
+		out = append(out, k, v)
+	}
+	return out
+}
+
+func rl(pairs ...string) corev1.ResourceList { return fixtures.ResourceList(kv(pairs...)...) }
+
+var quantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+var _ = Describe("JobView fidelity to the Trainer controller", func() {
+	DescribeTable("renders what the Trainer creates and what the apiserver charges",
+		func(ctx context.Context, p pair) {
+			ns := env.Namespace(ctx, nil)
+			rtName := "fid-" + ns
+
+			By("creating the namespace's LimitRanges, the RuntimeClasses, the runtime and the TrainJob")
+			for _, lr := range p.limitRanges {
+				lr = lr.DeepCopy()
+				lr.Namespace = ns
+				Expect(env.Client.Create(ctx, lr)).To(Succeed())
+			}
+			for _, rc := range p.runtimeClasses {
+				if err := env.Client.Create(ctx, rc.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+					Expect(err).NotTo(HaveOccurred())
+				}
+			}
+			rt := p.runtime(ns, rtName)
+			if tr, ok := rt.(*trainer.TrainingRuntime); ok {
+				tr.Namespace = ns
+			}
+			Expect(env.Client.Create(ctx, rt)).To(Succeed())
+			DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, rt))).To(Succeed()) })
+			Expect(env.Client.Create(ctx, p.trainJob(ns, rt.GetName()))).To(Succeed())
+
+			By("reading back the JobSet and hostfile the Trainer created")
+			js := &jobsetv1alpha2.JobSet{}
+			Eventually(func(g Gomega) {
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, js)).To(Succeed())
+			}).Should(Succeed())
+			hostfile := &corev1.ConfigMap{}
+			Eventually(func(g Gomega) {
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName + constants.MPIHostfileConfigMapSuffix}, hostfile)).To(Succeed())
+			}).Should(Succeed())
+
+			By("rendering the stored TrainJob offline")
+			in := render.Input{TrainJob: &trainer.TrainJob{}}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, in.TrainJob)).To(Succeed())
+			in.Runtime = rt.DeepCopyObject().(client.Object)
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rt), in.Runtime)).To(Succeed())
+			var lrs corev1.LimitRangeList
+			Expect(env.Client.List(ctx, &lrs, client.InNamespace(ns))).To(Succeed())
+			in.LimitRanges = lrs.Items
+			var rcs nodev1.RuntimeClassList
+			Expect(env.Client.List(ctx, &rcs)).To(Succeed())
+			in.RuntimeClasses = rcs.Items
+			view, err := renderer.Render(ctx, in)
+			Expect(err).NotTo(HaveOccurred())
+
+			By("comparing replicated jobs, pod counts and pod templates with the JobSet")
+			Expect(view.ReplicatedJobs).To(HaveLen(len(js.Spec.ReplicatedJobs)))
+			for i := range js.Spec.ReplicatedJobs {
+				rj, rv := &js.Spec.ReplicatedJobs[i], view.ReplicatedJobs[i]
+				Expect(rv.Name).To(Equal(rj.Name))
+				Expect(rv.Pods).To(Equal(jobSetPods(rj)), "pods of replicated job %s", rj.Name)
+				Expect(cmp.Diff(rj.Template.Spec.Template, rv.PodTemplate, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+					"pod template of replicated job %s (-Trainer +JobView)", rj.Name)
+			}
+			Expect(view.Hostfile).To(Equal(nonEmptyLines(hostfile.Data[constants.MPIHostfileName])), "hostfile")
+
+			By("creating the JobSet's pods under a ResourceQuota and comparing what the apiserver charged")
+			names := measurableNames(view.Total)
+			createQuota(ctx, ns, "measure", names)
+			var rejected []string
+			for i := range js.Spec.ReplicatedJobs {
+				rj, rv := &js.Spec.ReplicatedJobs[i], view.ReplicatedJobs[i]
+				before := quotaUsed(ctx, ns, "measure")
+				if err := createPods(ctx, ns, jobName, rj, rv.Pods, false); err != nil {
+					Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "unexpected error: %v", err)
+					Expect(hasProblemFor(view, rj.Name)).To(BeTrue(),
+						"the apiserver rejects the pods of %s but the JobView reports no problem for them: %v", rj.Name, err)
+					rejected = append(rejected, rj.Name)
+					continue
+				}
+				Expect(hasProblemFor(view, rj.Name)).To(BeFalse(),
+					"the JobView reports problems %v for %s but the apiserver admits its pods", view.Problems, rj.Name)
+				charged := sub(quotaUsed(ctx, ns, "measure"), before)
+				Expect(milli(scaled(rv.PerPod, rv.Pods), names)).To(Equal(milli(charged, names)),
+					"charge of replicated job %s (JobView vs apiserver, milli-units)", rj.Name)
+			}
+			Expect(len(rejected) > 0).To(Equal(p.wantProblems), "rejected replicated jobs: %v; problems: %v", rejected, view.Problems)
+			if len(rejected) == 0 {
+				Expect(milli(view.Total.QuotaUsage(), names)).To(Equal(milli(quotaUsed(ctx, ns, "measure"), names)), "total charge")
+			}
+
+			By("checking the quota rule that every container declares cpu and memory")
+			expectMissingRejected(ctx, ns, js, view)
+		},
+		Entry("upstream deepspeed-distributed: 3 nodes of 4 CPU / 2 GPU", pair{
+			runtime:  upstream("deepspeed_distributed.yaml"),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(3).Limits(kv("cpu=4", "nvidia.com/gpu=2")...) }),
+		}),
+		Entry("upstream mlx-distributed: 2 nodes with requests and limits", pair{
+			runtime: upstream("mlx_distributed.yaml"),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) {
+				b.NumNodes(2).Requests(kv("cpu=2", "memory=4Gi")...).Limits(kv("cpu=2", "memory=4Gi")...)
+			}),
+		}),
+		Entry("upstream deepspeed-distributed: TrainJob numProcPerNode 2 and 4 GPUs", pair{
+			runtime:  upstream("deepspeed_distributed.yaml"),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).NumProcPerNode(2).Limits(kv("nvidia.com/gpu=4")...) }),
+		}),
+		Entry("OpenMPI numProcPerNode 8: 4 workers of 8 GPUs", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.SlotsPerWorker(8).Resources(constants.Node, rl("cpu=8", "memory=32Gi"), rl("cpu=8", "memory=32Gi", "nvidia.com/gpu=8"))
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(4) }),
+		}),
+		Entry("OpenMPI launcher as a node, numNodes 1", pair{
+			runtime:  clusterRuntime(func(b *fixtures.RuntimeBuilder) { b.RunLauncherAsNode(true) }),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(1).Limits(kv("cpu=1", "memory=1Gi")...) }),
+		}),
+		Entry("OpenMPI launcher as a node, numNodes 3", pair{
+			runtime:  clusterRuntime(func(b *fixtures.RuntimeBuilder) { b.RunLauncherAsNode(true) }),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(3).Limits(kv("cpu=1", "memory=1Gi")...) }),
+		}),
+		Entry("OpenMPI numNodes 0: no workers, empty hostfile", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(0) }),
+		}),
+		Entry("resourcesPerNode merged key by key with the runtime's memory request", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.Resources(constants.Node, rl("memory=32Gi"), nil)
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=8", "nvidia.com/gpu=4")...) }),
+		}),
+		Entry("merged memory request above the TrainJob's memory limit: invalid pods", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.Resources(constants.Node, rl("memory=32Gi"), nil)
+			}),
+			trainJob:     job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=2", "memory=16Gi")...) }),
+			wantProblems: true,
+		}),
+		Entry("limits only: requests default to limits", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(3).Limits(kv("cpu=2", "memory=2Gi", "ephemeral-storage=1Gi")...) }),
+		}),
+		Entry("init container larger than the app container, plus a sidecar", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.Resources(constants.Node, rl("cpu=4", "memory=8Gi"), rl("cpu=4", "memory=8Gi"))
+				b.PodSpec(constants.Node).InitContainers = []corev1.Container{
+					{Name: "prep", Image: fixtures.DefaultImage, Resources: corev1.ResourceRequirements{
+						Requests: rl("cpu=16", "memory=1Gi"), Limits: rl("cpu=16", "memory=1Gi")}},
+					{Name: "proxy", Image: fixtures.DefaultImage, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+						Resources: corev1.ResourceRequirements{Requests: rl("cpu=1", "memory=1Gi"), Limits: rl("cpu=1", "memory=1Gi")}},
+				}
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
+		}),
+		Entry("LimitRange defaults fill what containers do not declare", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.Resources(constants.Launcher, nil, rl("cpu=500m"))
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=1500m")...) }),
+			limitRanges: []*corev1.LimitRange{
+				fixtures.LimitRange("", "defaults", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
+				{ObjectMeta: metav1.ObjectMeta{Name: "only-default"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+					Type: corev1.LimitTypeContainer, Default: rl("ephemeral-storage=2Gi")}}}},
+			},
+		}),
+		Entry("LimitRange default limit below the TrainJob's request: invalid pods", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=3")...) }),
+			limitRanges: []*corev1.LimitRange{
+				fixtures.LimitRange("", "defaults", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
+			},
+			wantProblems: true,
+		}),
+		Entry("RuntimeClass overhead", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.Resources(constants.Node, rl("cpu=1", "memory=1Gi"), rl("cpu=1", "memory=1Gi"))
+				b.PodSpec(constants.Node).RuntimeClassName = ptr.To("fidelity-kata")
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
+			runtimeClasses: []*nodev1.RuntimeClass{{
+				ObjectMeta: metav1.ObjectMeta{Name: "fidelity-kata"}, Handler: "kata",
+				Overhead: &nodev1.Overhead{PodFixed: rl("cpu=250m", "memory=120Mi")},
+			}},
+		}),
+		Entry("launcher replicas 2", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.Resources(constants.Launcher, rl("cpu=1", "memory=1Gi"), rl("cpu=1", "memory=1Gi"))
+				b.Replicas(constants.Launcher, 2)
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=1", "memory=1Gi")...) }),
+		}),
+		Entry("GPU-derived slots: runtime says 1, nodes have 4 GPUs", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=4", "memory=8Gi", "nvidia.com/gpu=4")...) }),
+		}),
+		Entry("TrainingRuntime with runtime patches adding node selectors, applied in order", pair{
+			runtime: func(ns, name string) client.Object { return fixtures.MPIRuntime(name).Namespaced(ns) },
+			trainJob: job(func(b *fixtures.TrainJobBuilder) {
+				b.NamespacedRuntime().NumNodes(2).Limits(kv("cpu=1", "memory=1Gi")...).
+					RuntimePatch(nodeSelectorPatch("example.com/first", map[string]string{"topology.kubernetes.io/region": "eu-west-1"}, constants.Node, constants.Launcher)).
+					RuntimePatch(nodeSelectorPatch("example.com/second", map[string]string{"topology.kubernetes.io/region": "eu-central-1", "pool": "a100"}, constants.Node))
+			}),
+		}),
+	)
+})
+
+func nonEmptyLines(s string) []string {
+	out := []string{}
+	for _, l := range strings.Split(s, "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func hasProblemFor(view *render.JobView, rj string) bool {
+	prefix := "spec.replicatedJobs[" + rj + "]"
+	for _, p := range view.Problems {
+		if strings.HasPrefix(p.Field, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// expectMissingRejected adds a quota on cpu and memory (requests and limits) that
+// admits no pod at all (pods: 0) and dry-runs one pod per replicated job. The quota
+// evaluator checks declarations before usage, so a pod is rejected with "must
+// specify" exactly when its JobView charge lists undeclared resources, and with
+// "exceeded quota" otherwise.
+func expectMissingRejected(ctx context.Context, ns string, js *jobsetv1alpha2.JobSet, view *render.JobView) {
+	const quota = "require-declarations"
+	createQuota(ctx, ns, quota, []corev1.ResourceName{
+		corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory, corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory,
+	})
+	q := &corev1.ResourceQuota{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: quota}, q)).To(Succeed())
+	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("0")
+	Expect(env.Client.Update(ctx, q)).To(Succeed())
+	q.Status.Hard = q.Spec.Hard.DeepCopy()
+	q.Status.Used[corev1.ResourcePods] = resource.MustParse("0")
+	Expect(env.Client.Status().Update(ctx, q)).To(Succeed())
+
+	for i := range js.Spec.ReplicatedJobs {
+		rj, rv := &js.Spec.ReplicatedJobs[i], view.ReplicatedJobs[i]
+		if hasProblemFor(view, rj.Name) {
+			continue
+		}
+		probe := rj.DeepCopy()
+		probe.Name += "-probe"
+		// Quota admission reads quotas from an informer: retry until it enforces this one.
+		var err error
+		Eventually(func(g Gomega) {
+			err = createPods(ctx, ns, jobName, probe, 1, true)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring(quota))
+		}).Should(Succeed(), "replicated job %s: pods are not checked against quota %s", rj.Name, quota)
+		missing := len(rv.PerPod.MissingRequests)+len(rv.PerPod.MissingLimits) > 0
+		if !missing {
+			Expect(err.Error()).NotTo(ContainSubstring("must specify"), "replicated job %s declares cpu and memory per the JobView", rj.Name)
+			Expect(err.Error()).To(ContainSubstring("exceeded quota"))
+			continue
+		}
+		Expect(err.Error()).To(ContainSubstring("must specify"), "replicated job %s: JobView says %v requests and %v limits are undeclared",
+			rj.Name, rv.PerPod.MissingRequests, rv.PerPod.MissingLimits)
+		for _, r := range rv.PerPod.MissingRequests {
+			Expect(err.Error()).To(ContainSubstring("requests." + string(r)))
+		}
+		for _, r := range rv.PerPod.MissingLimits {
+			Expect(err.Error()).To(ContainSubstring("limits." + string(r)))
+		}
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if !slices.Contains(rv.PerPod.MissingRequests, r) {
+				Expect(err.Error()).NotTo(ContainSubstring("requests."+string(r)), "JobView says %s declares a %s request", rj.Name, r)
+			}
+			if !slices.Contains(rv.PerPod.MissingLimits, r) {
+				Expect(err.Error()).NotTo(ContainSubstring("limits."+string(r)), "JobView says %s declares a %s limit", rj.Name, r)
+			}
+		}
+	}
+}
