@@ -234,8 +234,10 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			wantProblems: true,
 		}),
 		Entry("limits only: requests default to limits", pair{
-			runtime:  clusterRuntime(nil),
-			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(3).Limits(kv("cpu=2", "memory=2Gi", "ephemeral-storage=1Gi")...) }),
+			runtime: clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) {
+				b.NumNodes(3).Limits(kv("cpu=2", "memory=2Gi", "ephemeral-storage=1Gi")...)
+			}),
 		}),
 		Entry("init container larger than the app container, plus a sidecar", pair{
 			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
@@ -287,8 +289,10 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=1", "memory=1Gi")...) }),
 		}),
 		Entry("GPU-derived slots: runtime says 1, nodes have 4 GPUs", pair{
-			runtime:  clusterRuntime(nil),
-			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=4", "memory=8Gi", "nvidia.com/gpu=4")...) }),
+			runtime: clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) {
+				b.NumNodes(2).Limits(kv("cpu=4", "memory=8Gi", "nvidia.com/gpu=4")...)
+			}),
 		}),
 		Entry("TrainingRuntime with runtime patches adding node selectors, applied in order", pair{
 			runtime: func(ns, name string) client.Object { return fixtures.MPIRuntime(name).Namespaced(ns) },

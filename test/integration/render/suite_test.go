@@ -53,4 +53,3 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	renderer, err = render.NewRenderer(ctx)
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(framework.SuiteStartTimeout))
-
