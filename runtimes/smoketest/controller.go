@@ -5,6 +5,7 @@ package smoketest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -116,6 +117,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	job, err := r.ensureTrainJob(ctx, &rt, runtimeSpec, implementation)
+	if errors.Is(err, errTrainJobGone) {
+		r.finish(&rt, metav1.Condition{Type: api.ConditionSucceeded, Status: metav1.ConditionFalse, Reason: api.ReasonTrainJobFailed,
+			Message: fmt.Sprintf("the smoke-test TrainJob %s was deleted before a verdict; delete and re-create the RuntimeTest to test again", trainJobName(&rt))})
+		rt.Status.TrainJobDeleted = true
+		return r.writeStatus(ctx, &rt, before)
+	}
 	if err != nil {
 		cond := metav1.Condition{Type: api.ConditionJobCreated, Status: metav1.ConditionFalse, Reason: api.ReasonCreateFailed,
 			Message: fmt.Sprintf("creating TrainJob %s failed: %v", trainJobName(&rt), err)}
@@ -194,6 +201,8 @@ func (r *Reconciler) cleanup(ctx context.Context, rt *api.RuntimeTest) (ctrl.Res
 	return ctrl.Result{}, r.client.Status().Update(ctx, rt)
 }
 
+var errTrainJobGone = errors.New("smoke-test TrainJob deleted before a verdict")
+
 type notMPIError struct{ msg string }
 
 func (e notMPIError) Error() string { return e.msg }
@@ -260,6 +269,11 @@ func (r *Reconciler) ensureTrainJob(ctx context.Context, rt *api.RuntimeTest, sp
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
+	}
+	if rt.Status.StartTime != nil {
+		// Created before, gone now: someone deleted it. Re-creating it would
+		// silently restart the clock, so that is the verdict.
+		return nil, errTrainJobGone
 	}
 	numNodes := workers(rt)
 	if ptr.Deref(spec.MLPolicy.MPI.RunLauncherAsNode, false) {

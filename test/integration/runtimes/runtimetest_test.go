@@ -266,3 +266,19 @@ func smoketestCommand(rt *api.RuntimeTest) []string {
 	Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: rt.Namespace, Name: rt.Name + smoketest.TrainJobSuffix}, &job)).To(Succeed())
 	return job.Spec.Trainer.Command
 }
+
+var _ = Describe("RuntimeTest whose TrainJob is deleted mid-test", func() {
+	It("fails instead of silently starting over", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt, k := smokeTest(ctx, ns, "deleted", nil)
+		Eventually(conditionsOf(ctx, rt), timeout, interval).Should(ContainElement(condSummary{api.ConditionJobCreated, metav1.ConditionTrue, api.ReasonCreated}))
+		Expect(env.Client.Delete(ctx, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.jobSet.Name}})).To(Succeed())
+		Eventually(succeeded(ctx, rt), timeout, interval).Should(And(Not(BeNil()),
+			HaveField("Reason", api.ReasonTrainJobFailed),
+			HaveField("Message", ContainSubstring("was deleted before a verdict"))))
+		Consistently(func() bool {
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: k.jobSet.Name}, &trainer.TrainJob{})
+			return apierrors.IsNotFound(err)
+		}, "2s", interval).Should(BeTrue(), "not re-created")
+	})
+})
