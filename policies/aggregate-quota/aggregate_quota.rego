@@ -2,9 +2,10 @@
 # job) must fit each ResourceQuota of the namespace, counting status.used plus
 # what admitted-but-not-yet-running TrainJobs and in-flight submits reserve.
 #
-# Which replicated jobs a quota's scopes select (PriorityClass, Terminating,
-# BestEffort, ...) is decided once in Go and arrives as quota.roles, so the
-# scope rules live in one place and match the kube-apiserver's evaluator.
+# Go supplies, per quota, the job's demand for each quota resource name: the
+# pod quota evaluator's name mapping (requests.X, limits.X, cpu, pods, ...) and
+# the quota's scopes (PriorityClass, Terminating, BestEffort, ...) are applied
+# once there, for this job and for the reserved ones alike. Rego decides.
 package mpiguard.policies.aggregate_quota
 
 import data.mpiguard.lib
@@ -21,87 +22,69 @@ checked if lib.resumed
 deny contains lib.violation("spec.trainer", msg) if {
 	checked
 	some quota in input.quotas
-	some res, hard in quota.hard
-	key := lib.quota_key(res)
-	need := needed(quota, key)
-	need > 0
-	free := (hard.milli - lib.milli(quota.used, res)) - lib.milli(quota.reserved, res)
-	need > free
-	msg := lib.msg_quota_exceeded(key, need, breakdown(quota, key), quota, hard, free, fixes(quota, key, free))
+	some res, demand in quota.demand
+	demand.milli > 0
+	hard := quota.hard[res].milli
+	free := (hard - lib.milli(quota.used, res)) - lib.milli(quota.reserved, res)
+	demand.milli > free
+	msg := lib.msg_quota_exceeded(demand, breakdown(demand), quota.name, hard, free, fixes(demand, free))
 }
 
 # A quota on a resource makes the apiserver reject pods with a container that
 # does not declare it; the job would be admitted and then hang.
-deny contains lib.violation("spec.trainer.resourcesPerNode", msg) if {
+deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_quota_undeclared(quota.name, res, demand, part)) if {
 	checked
 	some quota in input.quotas
-	some res, _ in quota.hard
-	key := lib.quota_key(res)
-	key.kind != "pods"
-	some rj in matched(quota)
-	key.resource in missing(rj, key.kind)
-	msg := lib.msg_quota_undeclared(quota, res, key, rj)
+	some res, demand in quota.demand
+	some part in demand.parts
+	part.undeclared
 }
-
-missing(rj, "requests") := object.get(rj.perPod, "missingRequests", [])
-
-missing(rj, "limits") := object.get(rj.perPod, "missingLimits", [])
-
-# matched lists the replicated jobs whose pods the quota's scopes select.
-matched(quota) := [rj | some rj in input.job.replicatedJobs; rj.name in quota.roles]
-
-# needed is what the job charges the quota for a key, in milli units.
-needed(quota, key) := sum([m |
-	some rj in matched(quota)
-	m := lib.per_pod_milli(rj, key) * rj.pods
-])
 
 # breakdown explains the total: "launcher 0 + 3 workers x 4".
-breakdown(quota, key) := concat(" + ", [part(rj, key) | some rj in matched(quota)])
+breakdown(demand) := concat(" + ", [describe(p, demand) | some p in demand.parts])
 
-part(rj, key) := sprintf("launcher %s", [lib.key_display(key, lib.per_pod_milli(rj, key))]) if {
-	rj.role == "launcher"
-	rj.pods == 1
+describe(p, demand) := sprintf("launcher %s", [lib.demand_display(demand, p.perPodMilli)]) if {
+	p.role == "launcher"
+	p.pods == 1
 }
 
-part(rj, key) := sprintf("%d launchers x %s", [rj.pods, lib.key_display(key, lib.per_pod_milli(rj, key))]) if {
-	rj.role == "launcher"
-	rj.pods != 1
+describe(p, demand) := sprintf("%d launchers x %s", [p.pods, lib.demand_display(demand, p.perPodMilli)]) if {
+	p.role == "launcher"
+	p.pods != 1
 }
 
-part(rj, key) := sprintf("%d workers x %s", [rj.pods, lib.key_display(key, lib.per_pod_milli(rj, key))]) if rj.role == "worker"
+describe(p, demand) := sprintf("%d workers x %s", [p.pods, lib.demand_display(demand, p.perPodMilli)]) if p.role == "worker"
 
-part(rj, key) := sprintf("%s %d x %s", [rj.name, rj.pods, lib.key_display(key, lib.per_pod_milli(rj, key))]) if rj.role == "other"
+describe(p, demand) := sprintf("%s %d x %s", [p.name, p.pods, lib.demand_display(demand, p.perPodMilli)]) if p.role == "other"
 
-# workers is the worker replicated job when this quota selects it.
-workers(quota) := rj if {
-	some rj in matched(quota)
-	rj.role == "worker"
+# workers is the worker part of the demand, when the quota selects workers.
+workers(demand) := p if {
+	some p in demand.parts
+	p.role == "worker"
 }
 
-# rest_milli is what everything but the workers charges the quota.
-rest_milli(quota, key) := sum([m |
-	some rj in matched(quota)
-	rj.role != "worker"
-	m := lib.per_pod_milli(rj, key) * rj.pods
+# rest is what everything but the workers demands.
+rest(demand) := sum([m |
+	some p in demand.parts
+	p.role != "worker"
+	m := p.perPodMilli * p.pods
 ])
 
-# fixes lists the changes that would make the job fit, largest job first.
-fixes(quota, key, free) := [f | some f in [fewer_workers(quota, key, free), smaller_workers(quota, key, free)]; f != ""]
+# fixes lists the reductions that would make the job fit.
+fixes(demand, free) := [f | some f in [fewer_workers(demand, free), smaller_workers(demand, free)]; f != ""]
 
 # fewer_workers: how many workers fit with today's per-worker size.
-fewer_workers(quota, key, free) := sprintf("workers to %d", [n]) if {
-	rj := workers(quota)
-	per := lib.per_pod_milli(rj, key)
-	per > 0
-	n := floor((free - rest_milli(quota, key)) / per)
+fewer_workers(demand, free) := sprintf("workers to %d", [n]) if {
+	w := workers(demand)
+	w.perPodMilli > 0
+	n := floor((free - rest(demand)) / w.perPodMilli)
 	n >= 1
 } else := ""
 
 # smaller_workers: the per-worker amount that fits with today's worker count.
-smaller_workers(quota, key, free) := sprintf("%s to %s", [lib.per_worker_label(key.resource), lib.display(key.resource, per)]) if {
-	key.kind != "pods"
-	rj := workers(quota)
-	per := lib.whole_units(key.resource, floor((free - rest_milli(quota, key)) / rj.pods))
+smaller_workers(demand, free) := sprintf("%s to %s", [lib.per_worker_label(demand.resource), lib.display(demand.resource, per)]) if {
+	demand.kind != "pods"
+	w := workers(demand)
+	per := lib.whole_units(demand.resource, floor((free - rest(demand)) / w.pods))
 	per > 0
 } else := ""

@@ -33,6 +33,7 @@ deny contains lib.violation("metadata.namespace", lib.msg_unknown_zone(input.nam
 
 deny contains lib.violation("spec.runtimePatches", lib.msg_not_restricted(rj, zone, node_label, allowed, why)) if {
 	lib.mpi_job
+	count(allowed) > 0
 	some rj in input.job.replicatedJobs
 	some why in problems(rj)
 }
@@ -86,8 +87,8 @@ zone_expr := {"key": node_label, "operator": "In", "values": allowed}
 
 mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "spec.nodeSelector", "key": node_label, "value": allowed[0]} if {
 	lib.mpi_job
-	lib.is_create
 	count(allowed) == 1
+	lib.is_create
 	some rj in input.job.replicatedJobs
 }
 
@@ -96,8 +97,8 @@ mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "sp
 # already holding it is left alone).
 mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": terms_field, "value": with_zone(terms(rj))} if {
 	lib.mpi_job
-	lib.is_create
 	count(allowed) > 1
+	lib.is_create
 	some rj in input.job.replicatedJobs
 }
 

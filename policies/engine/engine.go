@@ -171,17 +171,34 @@ func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decisio
 		d.Violations = append(d.Violations, Violation{Policy: policy, Action: action, Field: field, Message: msg})
 	}
 
-	for _, kind := range []string{"deny", "warn"} {
-		results, err := pairs(b[kind])
-		if err != nil {
-			return nil, fmt.Errorf("policy set %s: %s results: %w", set.version, kind, err)
+	var changes []Change
+	for _, qb := range set.bindings {
+		results, ok := b[qb.name].([]any)
+		if !ok {
+			return nil, fmt.Errorf("policy %s: %s results are %T, want an array", qb.policy, qb.rule, b[qb.name])
 		}
 		for _, r := range results {
-			field, msg, err := violationOf(r.value)
-			if err != nil {
-				return nil, fmt.Errorf("policy %s: malformed %s result: %w", r.policy, kind, err)
+			if qb.rule == "mutate" {
+				var c Change
+				if err := convert(r, &c); err != nil {
+					return nil, fmt.Errorf("policy %s: malformed mutate result: %w", qb.policy, err)
+				}
+				c.Policy = qb.policy
+				s, exempt := settings(qb.policy)
+				switch {
+				case exempt:
+				case s.enforcement() == EnforceDryRun:
+					d.DryRunMutations = append(d.DryRunMutations, c)
+				default:
+					changes = append(changes, c)
+				}
+				continue
 			}
-			add(r.policy, field, msg, kind == "warn")
+			field, msg, err := violationOf(r)
+			if err != nil {
+				return nil, fmt.Errorf("policy %s: malformed %s result: %w", qb.policy, qb.rule, err)
+			}
+			add(qb.policy, field, msg, qb.rule == "warn")
 		}
 	}
 	for _, p := range req.View.Problems {
@@ -200,59 +217,13 @@ func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decisio
 		return a.Message < b.Message
 	})
 
-	results, err := pairs(b["mutate"])
-	if err != nil {
-		return nil, fmt.Errorf("policy set %s: mutate results: %w", set.version, err)
-	}
-	var changes []Change
-	for _, r := range results {
-		var c Change
-		if err := convert(r.value, &c); err != nil {
-			return nil, fmt.Errorf("policy %s: malformed mutate result: %w", r.policy, err)
-		}
-		c.Policy = r.policy
-		s, exempt := settings(r.policy)
-		switch {
-		case exempt:
-		case s.enforcement() == EnforceDryRun:
-			d.DryRunMutations = append(d.DryRunMutations, c)
-		default:
-			changes = append(changes, c)
-		}
-	}
 	sortChanges(changes)
 	sortChanges(d.DryRunMutations)
+	var err error
 	if d.Mutation, err = buildMutation(changes); err != nil {
 		return nil, err
 	}
 	return d, nil
-}
-
-type policyResult struct {
-	policy string
-	value  any
-}
-
-// pairs reads the [[policy package segment, value], ...] arrays of decisionQuery.
-func pairs(v any) ([]policyResult, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("expected an array, got %T", v)
-	}
-	out := make([]policyResult, 0, len(arr))
-	for _, x := range arr {
-		pair, ok := x.([]any)
-		if !ok || len(pair) != 2 {
-			return nil, fmt.Errorf("expected [policy, value], got %v", x)
-		}
-		seg, ok := pair[0].(string)
-		if !ok {
-			return nil, fmt.Errorf("expected a policy name, got %v", pair[0])
-		}
-		name, _ := policyName(PolicyPackagePrefix + seg)
-		out = append(out, policyResult{policy: name, value: pair[1]})
-	}
-	return out, nil
 }
 
 // violationOf reads a {"field": ..., "msg": ...} result; a bare string is a

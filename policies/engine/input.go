@@ -39,6 +39,8 @@ var (
 	kLauncher, kWorkers, kReplicatedJobs, kTotal     = ast.StringTerm("launcher"), ast.StringTerm("workers"), ast.StringTerm("replicatedJobs"), ast.StringTerm("total")
 	kProblems, kType, kDetail                        = ast.StringTerm("problems"), ast.StringTerm("type"), ast.StringTerm("detail")
 	kHard, kUsed, kReserved, kReservedBy, kRoles     = ast.StringTerm("hard"), ast.StringTerm("used"), ast.StringTerm("reserved"), ast.StringTerm("reservedBy"), ast.StringTerm("roles")
+	kDemand, kResource, kParts                       = ast.StringTerm("demand"), ast.StringTerm("resource"), ast.StringTerm("parts")
+	kPerPodMilli, kUndeclared                        = ast.StringTerm("perPodMilli"), ast.StringTerm("undeclared")
 )
 
 func item(k *ast.Term, v *ast.Term) [2]*ast.Term { return [2]*ast.Term{k, v} }

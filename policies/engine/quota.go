@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -25,6 +27,7 @@ func quotasTerm(req *Request) *ast.Term {
 			}
 		}
 		reserved, by := reservedFor(q, req.Reserved)
+		demand := demandTerm(q, req.View)
 		byTerms := make([]*ast.Term, len(by))
 		for k, name := range by {
 			byTerms[k] = ast.StringTerm(name)
@@ -36,9 +39,85 @@ func quotasTerm(req *Request) *ast.Term {
 			item(kReserved, resourcesTerm(reserved)),
 			item(kReservedBy, ast.ArrayTerm(byTerms...)),
 			item(kRoles, ast.ArrayTerm(roles...)),
+			item(kDemand, demand),
 		))
 	}
 	return ast.ArrayTerm(out...)
+}
+
+// demandTerm is what this job charges the quota, per quota resource name the
+// pods are charged for: kind (requests, limits, pods), the resource, the total
+// in milli units, and the parts (one per replicated job the scopes select) with
+// their pod count, per-pod amount, and whether a container leaves the resource
+// undeclared (the apiserver then rejects the pod).
+func demandTerm(q *corev1.ResourceQuota, v *render.JobView) *ast.Term {
+	obj := ast.NewObject()
+	for name := range q.Spec.Hard {
+		kind, res, ok := quotaKey(name)
+		if !ok {
+			continue
+		}
+		var total int64
+		parts := make([]*ast.Term, 0, len(v.ReplicatedJobs))
+		for j := range v.ReplicatedJobs {
+			rj := &v.ReplicatedJobs[j]
+			if !quotaSelects(q, &rj.PodTemplate.Spec) {
+				continue
+			}
+			amount, _ := chargedFor(name, &rj.PerPod)
+			per := amount.MilliValue()
+			total += per * int64(rj.Pods)
+			parts = append(parts, ast.ObjectTerm(
+				item(kName, ast.StringTerm(rj.Name)),
+				item(kRole, ast.StringTerm(string(rj.Role))),
+				item(kPods, intTerm(rj.Pods)),
+				item(kPerPodMilli, ast.NumberTerm(json.Number(strconv.FormatInt(per, 10)))),
+				item(kUndeclared, ast.BooleanTerm(undeclared(kind, res, &rj.PerPod))),
+			))
+		}
+		obj.Insert(ast.StringTerm(string(name)), ast.ObjectTerm(
+			item(kKind, ast.StringTerm(kind)),
+			item(kResource, ast.StringTerm(res)),
+			item(kMilli, ast.NumberTerm(json.Number(strconv.FormatInt(total, 10)))),
+			item(kParts, ast.ArrayTerm(parts...)),
+		))
+	}
+	return ast.NewTerm(obj)
+}
+
+func undeclared(kind, res string, c *render.Charge) bool {
+	var missing []corev1.ResourceName
+	switch kind {
+	case "requests":
+		missing = c.MissingRequests
+	case "limits":
+		missing = c.MissingLimits
+	}
+	for _, m := range missing {
+		if string(m) == res {
+			return true
+		}
+	}
+	return false
+}
+
+// quotaKey maps a quota resource name to what pods are charged for it, the way
+// the pod quota evaluator does: pods; requests.X and the standard names cpu,
+// memory, ephemeral-storage, hugepages-*; limits.X. Other names (count/*,
+// services, storage classes) are not charged by pods.
+func quotaKey(name corev1.ResourceName) (kind, res string, ok bool) {
+	n := string(name)
+	switch {
+	case n == string(corev1.ResourcePods):
+		return "pods", "", true
+	case strings.HasPrefix(n, "requests."):
+		return "requests", strings.TrimPrefix(n, "requests."), true
+	case strings.HasPrefix(n, "limits."):
+		return "limits", strings.TrimPrefix(n, "limits."), true
+	case n == "cpu" || n == "memory" || n == "ephemeral-storage" || strings.HasPrefix(n, "hugepages-"):
+		return "requests", n, true
+	}
+	return "", "", false
 }
 
 // reservedFor sums, per quota resource name, what reserved jobs' pods selected
@@ -75,23 +154,18 @@ func reservedFor(q *corev1.ResourceQuota, reserved []Reservation) (corev1.Resour
 	return sum, by
 }
 
-// chargedFor is what one pod with charge c counts for quota resource name, the
-// way the pod quota evaluator maps names (mirrored by lib.quota_key in Rego):
-// pods; requests.X and the standard names cpu, memory, ephemeral-storage,
-// hugepages-*; limits.X. Other names (count/*, services) are not charged by pods.
+// chargedFor is what one pod with charge c counts for quota resource name.
 func chargedFor(name corev1.ResourceName, c *render.Charge) (resource.Quantity, bool) {
-	n := string(name)
+	kind, res, ok := quotaKey(name)
 	switch {
-	case n == string(corev1.ResourcePods):
+	case !ok:
+		return resource.Quantity{}, false
+	case kind == "pods":
 		return *resource.NewQuantity(1, resource.DecimalSI), true
-	case strings.HasPrefix(n, "requests."):
-		return c.Requests[corev1.ResourceName(strings.TrimPrefix(n, "requests."))].DeepCopy(), true
-	case strings.HasPrefix(n, "limits."):
-		return c.Limits[corev1.ResourceName(strings.TrimPrefix(n, "limits."))].DeepCopy(), true
-	case n == "cpu" || n == "memory" || n == "ephemeral-storage" || strings.HasPrefix(n, "hugepages-"):
-		return c.Requests[name].DeepCopy(), true
+	case kind == "limits":
+		return c.Limits[corev1.ResourceName(res)].DeepCopy(), true
 	}
-	return resource.Quantity{}, false
+	return c.Requests[corev1.ResourceName(res)].DeepCopy(), true
 }
 
 // quotaSelects says whether a quota's scopes and scope selector select a pod

@@ -27,35 +27,17 @@ role_label(rj) := "worker" if rj.role == "worker"
 
 role_label(rj) := sprintf("replicated job %q", [rj.name]) if rj.role == "other"
 
-# per_pod_milli is what one pod of a replicated job is charged for a quota key.
-per_pod_milli(_, key) := 1000 if key.kind == "pods"
+# demand_label is how a quota demand reads in a message: "nvidia.com/gpu", "cpu limits", "pods".
+demand_label(d) := "pods" if d.kind == "pods"
 
-per_pod_milli(rj, key) := milli(rj.perPod[key.kind], key.resource) if key.kind != "pods"
+demand_label(d) := d.resource if d.kind == "requests"
 
-# quota_key maps a ResourceQuota resource name to what pods are charged for it:
-# {"kind": "pods"}, or {"kind": "requests"|"limits", "resource": name}. Names pods
-# are not charged for (count/*, services, storage classes) have no key.
-quota_key("pods") := {"kind": "pods"}
+demand_label(d) := sprintf("%s limits", [d.resource]) if d.kind == "limits"
 
-quota_key(res) := {"kind": "requests", "resource": trim_prefix(res, "requests.")} if startswith(res, "requests.")
+# demand_display formats a milli amount of a quota demand.
+demand_display(d, m) := format_int(m / 1000, 10) if d.kind == "pods"
 
-quota_key(res) := {"kind": "limits", "resource": trim_prefix(res, "limits.")} if startswith(res, "limits.")
-
-quota_key(res) := {"kind": "requests", "resource": res} if res in {"cpu", "memory", "ephemeral-storage"}
-
-quota_key(res) := {"kind": "requests", "resource": res} if startswith(res, "hugepages-")
-
-# key_label is how a quota key reads in a message: "nvidia.com/gpu", "cpu limits", "pods".
-key_label(key) := "pods" if key.kind == "pods"
-
-key_label(key) := key.resource if key.kind == "requests"
-
-key_label(key) := sprintf("%s limits", [key.resource]) if key.kind == "limits"
-
-# key_display formats a milli amount of a quota key.
-key_display(key, m) := format_int(m / 1000, 10) if key.kind == "pods"
-
-key_display(key, m) := display(key.resource, m) if key.kind != "pods"
+demand_display(d, m) := display(d.resource, m) if d.kind != "pods"
 
 # per_worker_label names the per-worker knob for a resource in fix suggestions.
 per_worker_label(res) := "GPUs per worker" if endswith(res, "/gpu")

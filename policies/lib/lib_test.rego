@@ -16,13 +16,12 @@ test_display_memory_binary_suffixes if {
 	lib.display("hugepages-2Mi", 2097152000) == "2Mi"
 }
 
-test_quota_keys if {
-	lib.quota_key("pods") == {"kind": "pods"}
-	lib.quota_key("cpu") == {"kind": "requests", "resource": "cpu"}
-	lib.quota_key("requests.nvidia.com/gpu") == {"kind": "requests", "resource": "nvidia.com/gpu"}
-	lib.quota_key("limits.memory") == {"kind": "limits", "resource": "memory"}
-	not lib.quota_key("count/jobs.batch")
-	not lib.quota_key("services")
+test_demand_labels if {
+	lib.demand_label({"kind": "pods"}) == "pods"
+	lib.demand_label({"kind": "requests", "resource": "nvidia.com/gpu"}) == "nvidia.com/gpu"
+	lib.demand_label({"kind": "limits", "resource": "memory"}) == "memory limits"
+	lib.demand_display({"kind": "pods"}, 5000) == "5"
+	lib.demand_display({"kind": "limits", "resource": "memory"}, 1073741824000) == "1Gi"
 }
 
 test_whole_units if {

@@ -10,18 +10,18 @@ fix_text(fixes, admin) := admin if count(fixes) == 0
 
 # aggregate-quota
 
-msg_quota_exceeded(key, need, breakdown, quota, hard, free, fixes) := sprintf(
+msg_quota_exceeded(demand, breakdown, quota, hard, free, fixes) := sprintf(
 	"TrainJob needs %s %s (%s) but ResourceQuota %q has %s of %s free; %s",
 	[
-		key_display(key, need), key_label(key), breakdown, quota.name,
-		key_display(key, free), hard.display,
+		demand_display(demand, demand.milli), demand_label(demand), breakdown, quota,
+		demand_display(demand, free), demand_display(demand, hard),
 		fix_text(fixes, "ask an admin to raise the quota"),
 	],
 )
 
-msg_quota_undeclared(quota, res, key, rj) := sprintf(
+msg_quota_undeclared(quota, res, demand, part) := sprintf(
 	"ResourceQuota %q limits %s, so every container must declare a %s %s, but the %s pods have a container without one; set resources.%s.%s on every container of replicated job %q, or ask an admin to add a LimitRange default",
-	[quota.name, res, key.resource, trim_suffix(key.kind, "s"), role_label(rj), key.kind, key.resource, rj.name],
+	[quota, res, demand.resource, trim_suffix(demand.kind, "s"), role_label(part), demand.kind, demand.resource, part.name],
 )
 
 # slots-gpus

@@ -8,9 +8,7 @@ package mpiguard.lib
 # display strings are for messages.
 
 # milli returns the milli amount of resource res in a resource map, 0 when absent.
-milli(resources, res) := resources[res].milli
-
-milli(resources, res) := 0 if not resources[res]
+milli(resources, res) := object.get(resources, [res, "milli"], 0)
 
 # binary_suffixes lists the suffixes memory-like amounts are displayed in, largest first.
 binary_suffixes := [["Ti", 1099511627776], ["Gi", 1073741824], ["Mi", 1048576], ["Ki", 1024]]
