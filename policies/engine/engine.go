@@ -130,7 +130,9 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		return nil, err
 	}
 	d.Latency = time.Since(start)
-	e.record(set, req, d)
+	if !req.MutationOnly {
+		e.record(set, req, d)
+	}
 	return d, nil
 }
 

@@ -25,6 +25,10 @@ type Request struct {
 	User   string
 	Groups []string
 	DryRun bool
+	// MutationOnly marks the mutating webhook's pass: it is evaluated for its
+	// mutations only and is neither logged nor counted, so each admission shows
+	// up once in the decision log and metrics (the validating pass).
+	MutationOnly bool
 
 	// TrainJob is the submitted object; OldTrainJob the stored one on UPDATE.
 	TrainJob    *trainer.TrainJob
