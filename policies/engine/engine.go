@@ -115,16 +115,7 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		return &Decision{Allowed: true, PolicySetVersion: set.version, Latency: time.Since(start)}, nil
 	}
 
-	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)))
-	if err != nil {
-		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
-		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)
-	}
-	if len(rs) != 1 {
-		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
-		return nil, fmt.Errorf("evaluating policy set %s: %d results, want 1", set.version, len(rs))
-	}
-	d, err := e.assemble(set, req, rs[0].Bindings)
+	d, err := e.evaluate(ctx, set, req)
 	if err != nil {
 		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
 		return nil, err
@@ -134,6 +125,18 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		e.record(set, req, d)
 	}
 	return d, nil
+}
+
+// evaluate runs the prepared query and applies enforcement to its results.
+func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (*Decision, error) {
+	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating policy set %s: %d results, want 1", set.version, len(rs))
+	}
+	return e.assemble(set, req, rs[0].Bindings)
 }
 
 func validateRequest(req *Request) error {
