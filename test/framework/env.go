@@ -130,6 +130,10 @@ func (e *Env) startManager(ctx context.Context, opts Options) error {
 	if opts.Components != nil {
 		components = *opts.Components
 	}
+	if components.Policies.DecisionLog == "stdout" {
+		// Keep test output readable: decisions go next to the control plane's logs.
+		components.Policies.DecisionLog = filepath.Join(e.LogDir, "decisions.jsonl")
+	}
 	mctx, cancel := context.WithCancel(ctx)
 	e.cancel = cancel
 	if err := app.Setup(mctx, mgr, components); err != nil {

@@ -1,67 +1,58 @@
 // Package trainjob serves mpiguard's admission webhooks for Kubeflow Trainer
 // TrainJobs. Only MPI TrainJobs (their runtime has mlPolicy.mpi) are governed;
-// every other TrainJob is allowed untouched, after one cached runtime lookup.
+// every other TrainJob is allowed untouched after one cached runtime lookup.
+// Decode -> runtime and namespace context -> JobView (policies/render) ->
+// policy engine (policies/engine) -> response with messages and warnings.
 package trainjob
 
 import (
 	"context"
 	"fmt"
-	"net/http"
+	"time"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	admissionv1 "k8s.io/api/admission/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/render"
 )
 
-// Paths at which the webhooks are served; config/webhook is generated from the markers below.
+// Paths at which the webhooks are served; config/webhook is generated from the markers.
 const (
 	ValidatePath = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
+	MutatePath   = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
 )
 
-// +kubebuilder:webhook:path=/validate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=vtrainjob.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5
-// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
-
 // Options configures the TrainJob webhooks.
-type Options struct{}
+type Options struct {
+	// Engine evaluates the policies; it is shared with the policy reloader.
+	Engine *engine.Engine
+	// Renderer renders TrainJobs; built once per process.
+	Renderer *render.Renderer
+	// ReservationTTL bounds how long an admitted submit reserves quota when its
+	// TrainJob never appears (default 30s).
+	ReservationTTL time.Duration
+}
 
 // SetupWithManager registers the TrainJob webhooks on the manager's webhook server.
-func SetupWithManager(_ context.Context, mgr ctrl.Manager, _ Options) error {
-	v := &Validator{
-		Runtimes: RuntimeGetter{Reader: mgr.GetClient()},
+func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Engine == nil || opts.Renderer == nil {
+		return fmt.Errorf("trainjob webhooks need a policy engine and a renderer")
+	}
+	if opts.ReservationTTL == 0 {
+		opts.ReservationTTL = 30 * time.Second
+	}
+	a := &admitter{
+		cluster:  cluster{reader: mgr.GetClient()},
+		renderer: opts.Renderer,
+		engine:   opts.Engine,
+		views:    newViewCache(4096),
 		decoder:  admission.NewDecoder(mgr.GetScheme()),
 	}
-	mgr.GetWebhookServer().Register(ValidatePath, &webhook.Admission{Handler: v})
+	a.ledger = NewLedger(mgr.GetClient(), a.pendingView, opts.ReservationTTL)
+	srv := mgr.GetWebhookServer()
+	srv.Register(ValidatePath, &webhook.Admission{Handler: Validator{a}})
+	srv.Register(MutatePath, &webhook.Admission{Handler: Mutator{a}})
 	return nil
-}
-
-// Validator is the validating TrainJob webhook.
-type Validator struct {
-	Runtimes RuntimeGetter
-	decoder  admission.Decoder
-}
-
-// Handle decodes the TrainJob, builds its typed view and validates it.
-func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	job := &trainer.TrainJob{}
-	if err := v.decoder.Decode(req, job); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding TrainJob: %w", err))
-	}
-	rt, err := v.Runtimes.Get(ctx, job)
-	if err != nil {
-		// Never a silent allow: a TrainJob whose runtime cannot be read is not evaluated.
-		return admission.Errored(http.StatusForbidden, err)
-	}
-	if !rt.IsMPI() {
-		return admission.Allowed("")
-	}
-	if errs := validateMPI(job, rt); len(errs) > 0 {
-		return admission.Denied(errs.ToAggregate().Error())
-	}
-	return admission.Allowed("")
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
 	"github.com/mpiguard/mpiguard/runtimes/smoketest"
 	"github.com/mpiguard/mpiguard/webhooks/runtimetemplate"
-	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
 
 // Options switches mpiguard's components on and off and carries their settings.
@@ -18,6 +17,8 @@ import (
 type Options struct {
 	// TrainJobWebhooks serves the validating and mutating TrainJob webhooks.
 	TrainJobWebhooks bool
+	// Policies configures the policy engine behind the TrainJob webhooks.
+	Policies PolicyOptions
 	// RuntimePublisher publishes the curated MPI ClusterTrainingRuntimes.
 	RuntimePublisher publisher.Options
 	// RuntimeTemplateWebhook validates MPI (Cluster)TrainingRuntime templates.
@@ -32,6 +33,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		TrainJobWebhooks:       true,
+		Policies:               DefaultPolicyOptions(),
 		RuntimePublisher:       publisher.DefaultOptions(),
 		RuntimeTemplateWebhook: true,
 		RuntimeTests:           smoketest.DefaultOptions(),
@@ -42,6 +44,7 @@ func DefaultOptions() Options {
 // AddFlags binds component flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TrainJobWebhooks, "trainjob-webhooks", o.TrainJobWebhooks, "Serve the TrainJob admission webhooks.")
+	o.Policies.AddFlags(fs)
 	o.RuntimePublisher.AddFlags(fs)
 	fs.BoolVar(&o.RuntimeTemplateWebhook, "runtime-template-webhook", o.RuntimeTemplateWebhook, "Serve the (Cluster)TrainingRuntime MPI template webhook.")
 	o.RuntimeTests.AddFlags(fs)
@@ -51,7 +54,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Setup registers every enabled controller and webhook with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.TrainJobWebhooks {
-		if err := trainjob.SetupWithManager(ctx, mgr, trainjob.Options{}); err != nil {
+		if err := setupPolicies(ctx, mgr, opts.Policies); err != nil {
 			return err
 		}
 	}

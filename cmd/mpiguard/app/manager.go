@@ -4,6 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -17,6 +24,7 @@ import (
 func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme(),
+		Cache:  cacheOptions(),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:     o.WebhookHost,
 			Port:     o.WebhookPort,
@@ -60,4 +68,17 @@ func Serve(ctx context.Context, cfg *rest.Config, o ServeOptions) error {
 	}
 	log.Info("starting mpiguard", "webhookPort", o.WebhookPort, "metrics", o.MetricsAddr, "probes", o.ProbeAddr)
 	return mgr.Start(ctx)
+}
+
+// cacheOptions keeps the pod informer to pods of JobSets: the quota ledger
+// counts a pending TrainJob's pods that already exist, and caching every pod
+// of a large cluster would cost memory for nothing.
+func cacheOptions() cache.Options {
+	hasJobSet, err := labels.NewRequirement(jobsetv1alpha2.JobSetNameKey, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant requirement: cannot fail
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJobSet)},
+	}}
 }

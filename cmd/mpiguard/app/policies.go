@@ -1,0 +1,72 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/webhooks/trainjob"
+)
+
+// PolicyOptions configures the policy engine behind the TrainJob webhooks.
+type PolicyOptions struct {
+	// DecisionLog is where one JSON line per decision goes: "stdout", "stderr",
+	// a file path (appended), or "" for none.
+	DecisionLog string
+	// ReservationTTL bounds how long an admitted submit holds quota when its
+	// TrainJob never appears.
+	ReservationTTL time.Duration
+}
+
+// DefaultPolicyOptions logs decisions to stdout.
+func DefaultPolicyOptions() PolicyOptions {
+	return PolicyOptions{DecisionLog: "stdout", ReservationTTL: 30 * time.Second}
+}
+
+// AddFlags binds policy flags.
+func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
+	fs.DurationVar(&o.ReservationTTL, "reservation-ttl", o.ReservationTTL, "How long an admitted TrainJob reserves quota before the cache shows it (covers creates that fail after admission).")
+}
+
+func (o PolicyOptions) decisionLog() (io.Writer, error) {
+	switch o.DecisionLog {
+	case "":
+		return nil, nil
+	case "stdout":
+		return os.Stdout, nil
+	case "stderr":
+		return os.Stderr, nil
+	}
+	f, err := os.OpenFile(o.DecisionLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the decision log: %w", err)
+	}
+	return f, nil
+}
+
+// setupPolicies builds the renderer and the policy engine (once per process)
+// and serves the TrainJob webhooks with them.
+func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error {
+	log, err := o.decisionLog()
+	if err != nil {
+		return err
+	}
+	eng, err := engine.NewDefault(ctx, engine.Options{DecisionLog: log, Registerer: metrics.Registry})
+	if err != nil {
+		return fmt.Errorf("loading the embedded policies: %w", err)
+	}
+	renderer, err := render.NewRenderer(ctx)
+	if err != nil {
+		return err
+	}
+	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Engine: eng, Renderer: renderer, ReservationTTL: o.ReservationTTL})
+}

@@ -1,0 +1,135 @@
+package trainjob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// admitter is the pipeline both webhooks share: decode, read the runtime and
+// namespace context, render the JobView, and ask the policy engine.
+type admitter struct {
+	cluster  cluster
+	renderer *render.Renderer
+	engine   *engine.Engine
+	ledger   *Ledger
+	views    *viewCache
+	decoder  admission.Decoder
+}
+
+// evaluation is one request on its way through the pipeline.
+type evaluation struct {
+	job, old *trainer.TrainJob
+	runtime  client.Object
+	governed bool
+	request  *engine.Request
+}
+
+// evaluate decodes req and prepares the engine request. A nil error with
+// governed false means the TrainJob is not an MPI TrainJob: allow it untouched.
+func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evaluation, error) {
+	ev := &evaluation{job: &trainer.TrainJob{}}
+	if err := a.decoder.DecodeRaw(req.Object, ev.job); err != nil {
+		return nil, fmt.Errorf("decoding the TrainJob: %w", err)
+	}
+	if ev.job.Namespace == "" {
+		ev.job.Namespace = req.Namespace
+	}
+	if req.Operation == admissionv1.Update {
+		ev.old = &trainer.TrainJob{}
+		if err := a.decoder.DecodeRaw(req.OldObject, ev.old); err != nil {
+			return nil, fmt.Errorf("decoding the stored TrainJob: %w", err)
+		}
+	}
+	rt, err := a.cluster.runtimeOf(ctx, ev.job)
+	if err != nil {
+		return nil, err
+	}
+	ev.runtime = rt
+	if ev.governed = engine.Governs(rt); !ev.governed {
+		return ev, nil
+	}
+	nsc, err := a.cluster.namespaceContext(ctx, ev.job.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	view, err := a.renderer.Render(ctx, render.Input{TrainJob: ev.job, Runtime: rt, LimitRanges: nsc.LimitRanges, RuntimeClasses: nsc.RuntimeClasses})
+	if err != nil {
+		return nil, err
+	}
+	ev.request = &engine.Request{
+		Operation:   engine.Operation(req.Operation),
+		User:        req.UserInfo.Username,
+		Groups:      req.UserInfo.Groups,
+		DryRun:      ptr.Deref(req.DryRun, false),
+		TrainJob:    ev.job,
+		OldTrainJob: ev.old,
+		View:        view,
+		Namespace:   nsc.Namespace,
+		Quotas:      nsc.Quotas,
+		Runtime: engine.RuntimeMeta{
+			Kind:        rt.GetObjectKind().GroupVersionKind().Kind,
+			Name:        rt.GetName(),
+			Labels:      rt.GetLabels(),
+			Annotations: rt.GetAnnotations(),
+		},
+	}
+	return ev, nil
+}
+
+// startsPods says whether admitting this request lets the job create pods that
+// it could not before: a new running job, or a suspended one being resumed
+// (Kueue admits by flipping spec.suspend). Only these need the quota ledger.
+func (ev *evaluation) startsPods() bool {
+	if ptr.Deref(ev.job.Spec.Suspend, false) {
+		return false
+	}
+	return ev.old == nil || ptr.Deref(ev.old.Spec.Suspend, false)
+}
+
+// denialMessage lists every denying violation: what, why and how to fix it
+// come from the policies; the policy name and field path say where.
+func denialMessage(job *trainer.TrainJob, vs []engine.Violation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "TrainJob %s/%s violates %d mpiguard polic%s:", job.Namespace, job.Name, len(vs), plural(len(vs), "y", "ies"))
+	for _, v := range vs {
+		b.WriteString("\n- ")
+		b.WriteString(violationLine(v))
+	}
+	return b.String()
+}
+
+// warnings renders warn violations as admission warnings.
+func warnings(vs []engine.Violation) []string {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = violationLine(v)
+	}
+	return out
+}
+
+func violationLine(v engine.Violation) string {
+	if v.Field == "" {
+		return fmt.Sprintf("[%s] %s", v.Policy, v.Message)
+	}
+	return fmt.Sprintf("[%s] %s: %s", v.Policy, v.Field, v.Message)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

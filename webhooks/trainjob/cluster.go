@@ -1,0 +1,83 @@
+package trainjob
+
+import (
+	"context"
+	"fmt"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces;resourcequotas;limitranges;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
+
+// cluster reads, from the manager's cache, the objects a TrainJob's decision depends on.
+type cluster struct {
+	reader client.Reader
+}
+
+// runtimeOf returns the (Cluster)TrainingRuntime job refers to, or an error
+// that says which runtime is missing and how to fix it.
+func (c cluster) runtimeOf(ctx context.Context, job *trainer.TrainJob) (client.Object, error) {
+	ref := job.Spec.RuntimeRef
+	kind := ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)
+	var (
+		obj client.Object
+		key client.ObjectKey
+	)
+	switch kind {
+	case trainer.ClusterTrainingRuntimeKind:
+		obj, key = &trainer.ClusterTrainingRuntime{}, client.ObjectKey{Name: ref.Name}
+	case trainer.TrainingRuntimeKind:
+		obj, key = &trainer.TrainingRuntime{}, client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}
+	default:
+		return nil, fmt.Errorf("spec.runtimeRef.kind: Unsupported value %q: mpiguard evaluates TrainJobs that refer to a ClusterTrainingRuntime or TrainingRuntime", kind)
+	}
+	err := c.reader.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("spec.runtimeRef: %s %q not found, so mpiguard cannot tell what this TrainJob would create; create the runtime first or fix spec.runtimeRef.name", kind, ref.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %q: %w", kind, ref.Name, err)
+	}
+	// Objects from the cache are shared: hand out a copy with its kind set, as
+	// the renderer and policies read the kind.
+	obj = obj.DeepCopyObject().(client.Object)
+	obj.GetObjectKind().SetGroupVersionKind(trainer.GroupVersion.WithKind(kind))
+	return obj, nil
+}
+
+// namespaceContext is what a namespace contributes to a decision.
+type namespaceContext struct {
+	Namespace      *corev1.Namespace
+	Quotas         []corev1.ResourceQuota
+	LimitRanges    []corev1.LimitRange
+	RuntimeClasses []nodev1.RuntimeClass
+}
+
+func (c cluster) namespaceContext(ctx context.Context, ns string) (*namespaceContext, error) {
+	out := &namespaceContext{Namespace: &corev1.Namespace{}}
+	if err := c.reader.Get(ctx, client.ObjectKey{Name: ns}, out.Namespace); err != nil {
+		return nil, fmt.Errorf("reading namespace %q: %w", ns, err)
+	}
+	var quotas corev1.ResourceQuotaList
+	if err := c.reader.List(ctx, &quotas, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing ResourceQuotas of %q: %w", ns, err)
+	}
+	var limitRanges corev1.LimitRangeList
+	if err := c.reader.List(ctx, &limitRanges, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing LimitRanges of %q: %w", ns, err)
+	}
+	var runtimeClasses nodev1.RuntimeClassList
+	if err := c.reader.List(ctx, &runtimeClasses); err != nil {
+		return nil, fmt.Errorf("listing RuntimeClasses: %w", err)
+	}
+	out.Quotas, out.LimitRanges, out.RuntimeClasses = quotas.Items, limitRanges.Items, runtimeClasses.Items
+	return out, nil
+}

@@ -1,0 +1,44 @@
+package trainjob
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=mtrainjob.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded
+
+// Mutator is the mutating TrainJob webhook: it applies the policies' mutations
+// (the default deadline, mpiguard's own spec.runtimePatches entry). It never
+// denies: the validating webhook decides on the mutated object.
+type Mutator struct{ *admitter }
+
+// Handle implements admission.Handler.
+func (m Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	ev, err := m.evaluate(ctx, req)
+	if err != nil {
+		return admission.Errored(http.StatusForbidden, err)
+	}
+	if !ev.governed {
+		return admission.Allowed("")
+	}
+	d, err := m.engine.Mutations(ctx, ev.request)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	mutated := ev.job.DeepCopy()
+	if !d.Apply(mutated) {
+		return admission.Allowed("")
+	}
+	raw, err := json.Marshal(mutated)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}

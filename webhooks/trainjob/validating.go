@@ -1,0 +1,51 @@
+package trainjob
+
+import (
+	"context"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// +kubebuilder:webhook:path=/validate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=vtrainjob.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5
+
+// Validator is the validating TrainJob webhook: it runs every policy on what
+// the TrainJob will really create and denies, warns or allows.
+type Validator struct{ *admitter }
+
+// Handle implements admission.Handler.
+func (v Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	ev, err := v.evaluate(ctx, req)
+	if err != nil {
+		// Never a silent allow: a TrainJob that cannot be evaluated is rejected
+		// with the reason.
+		return admission.Errored(http.StatusForbidden, err)
+	}
+	if !ev.governed {
+		return admission.Allowed("")
+	}
+	ledgered := ev.startsPods()
+	if ledgered {
+		unlock := v.ledger.Lock(ev.job.Namespace)
+		defer unlock()
+		if ev.request.Reserved, err = v.ledger.Reserved(ctx, ev.job); err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+	}
+	d, err := v.engine.Decide(ctx, ev.request)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	warns := warnings(d.Warnings())
+	if !d.Allowed {
+		return admission.Denied(denialMessage(ev.job, d.Denials())).WithWarnings(warns...)
+	}
+	if ledgered && !ev.request.DryRun {
+		v.ledger.Admitted(ev.job, ev.request.View)
+	}
+	return admission.Allowed("").WithWarnings(warns...)
+}
