@@ -8,6 +8,7 @@ package render
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -31,6 +32,9 @@ func TestRender(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// The Trainer reconciles asynchronously; a loaded 2-core machine can be slow.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	env = framework.StartSuite(context.Background(), framework.Options{
 		Name:  "render",
 		Setup: framework.TrainerController,
