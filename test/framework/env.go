@@ -48,6 +48,8 @@ type Env struct {
 	Testenv *envtest.Environment
 	// LogDir holds the apiserver's and etcd's logs; kept when a test failed.
 	LogDir string
+	// PolicyNamespace is mpiguard's own namespace (policy ConfigMaps live there).
+	PolicyNamespace string
 
 	cancel  context.CancelFunc
 	mgrDone chan error
@@ -134,6 +136,12 @@ func (e *Env) startManager(ctx context.Context, opts Options) error {
 		// Keep test output readable: decisions go next to the control plane's logs.
 		components.Policies.DecisionLog = filepath.Join(e.LogDir, "decisions.jsonl")
 	}
+	// mpiguard's own namespace holds the policy ConfigMaps.
+	own := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: components.Policies.Namespace}}
+	if err := e.Client.Create(ctx, own); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating mpiguard's namespace: %w", err)
+	}
+	e.PolicyNamespace = own.Name
 	mctx, cancel := context.WithCancel(ctx)
 	e.cancel = cancel
 	if err := app.Setup(mctx, mgr, components); err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/reload"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
@@ -24,16 +25,23 @@ type PolicyOptions struct {
 	// ReservationTTL bounds how long an admitted submit holds quota when its
 	// TrainJob never appears.
 	ReservationTTL time.Duration
+	// Namespace holds the policy ConfigMaps (mpiguard's own namespace).
+	Namespace string
 }
 
 // DefaultPolicyOptions logs decisions to stdout.
 func DefaultPolicyOptions() PolicyOptions {
-	return PolicyOptions{DecisionLog: "stdout", ReservationTTL: 30 * time.Second}
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "mpiguard-system"
+	}
+	return PolicyOptions{DecisionLog: "stdout", ReservationTTL: 30 * time.Second, Namespace: ns}
 }
 
 // AddFlags binds policy flags.
 func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
+	fs.StringVar(&o.Namespace, "policy-namespace", o.Namespace, "Namespace of the policy ConfigMaps (labels mpiguard.io/policy=rego|parameters); default: $POD_NAMESPACE.")
 	fs.DurationVar(&o.ReservationTTL, "reservation-ttl", o.ReservationTTL, "How long an admitted TrainJob reserves quota before the cache shows it (covers creates that fail after admission).")
 }
 
@@ -60,9 +68,16 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error
 	if err != nil {
 		return err
 	}
-	eng, err := engine.NewDefault(ctx, engine.Options{DecisionLog: log, Registerer: metrics.Registry})
+	base, err := engine.DefaultPolicySet()
+	if err != nil {
+		return fmt.Errorf("reading the embedded policies: %w", err)
+	}
+	eng, err := engine.New(ctx, base, engine.Options{DecisionLog: log, Registerer: metrics.Registry})
 	if err != nil {
 		return fmt.Errorf("loading the embedded policies: %w", err)
+	}
+	if err := reload.SetupWithManager(mgr, eng, base, o.Namespace); err != nil {
+		return err
 	}
 	renderer, err := render.NewRenderer(ctx)
 	if err != nil {

@@ -1,0 +1,150 @@
+package reload
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+const ns = "mpiguard-system"
+
+// maxNodes is a policy a compliance team could push: at most 4 nodes.
+const maxNodes = `package mpiguard.policies.max_nodes
+
+deny contains {"field": "spec.trainer.numNodes", "msg": sprintf("%d nodes is more than 4", [input.job.numNodes])} if input.job.numNodes > 4
+`
+
+func policyConfigMap(name, kind string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelPolicy: kind}},
+		Data:       data,
+	}
+}
+
+func request(nodes int32) *engine.Request {
+	return &engine.Request{
+		Operation: engine.Create,
+		TrainJob: &trainer.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train"},
+			Spec:       trainer.TrainJobSpec{ActiveDeadlineSeconds: 3600},
+		},
+		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+		View: &render.JobView{MPI: true, NumNodes: nodes, SlotsPerWorker: 1, ReplicatedJobs: []render.ReplicatedJobView{
+			{Name: "node", Role: render.RoleWorker, Pods: nodes},
+		}},
+	}
+}
+
+func allowed(t *testing.T, e *engine.Engine, nodes int32) bool {
+	t.Helper()
+	d, err := e.Decide(context.Background(), request(nodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Allowed
+}
+
+func status(t *testing.T, c client.Client, name string) string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Annotations[AnnotationStatus]
+}
+
+func TestReloadFromConfigMaps(t *testing.T) {
+	ctx := context.Background()
+	base, err := engine.DefaultPolicySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(ctx, base, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaultVersion := eng.Version()
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !allowed(t, eng, 8) {
+		t.Fatal("the defaults deny an 8-node job")
+	}
+
+	// A broken policy is rejected with file:row and decisions do not change.
+	broken := policyConfigMap("max-nodes", KindRego, map[string]string{"max_nodes.rego": "package mpiguard.policies.max_nodes\n\ndeny contains msg if {\n\tmsg := nope(1)\n}\n"})
+	if err := c.Create(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if got := status(t, c, "max-nodes"); !strings.HasPrefix(got, "rejected: ") || !strings.Contains(got, "configmap/max-nodes/max_nodes.rego:4:") {
+		t.Errorf("status = %q, want rejected with configmap/max-nodes/max_nodes.rego:4", got)
+	}
+	if eng.Version() != defaultVersion || !allowed(t, eng, 8) {
+		t.Errorf("a rejected policy changed decisions (version %s, was %s)", eng.Version(), defaultVersion)
+	}
+
+	// The fixed policy extends the set without a restart.
+	broken.Data = map[string]string{"max_nodes.rego": maxNodes}
+	if err := c.Update(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if got := status(t, c, "max-nodes"); got != "loaded: policy set "+eng.Version() {
+		t.Errorf("status = %q, want loaded with version %s", got, eng.Version())
+	}
+	if allowed(t, eng, 8) || !allowed(t, eng, 4) {
+		t.Error("the pushed policy is not enforced: want 8 nodes denied, 4 allowed")
+	}
+
+	// Parameters from a ConfigMap: the new policy only warns.
+	params := policyConfigMap("params", KindParameters, map[string]string{ParametersKey: "policies:\n  max-nodes:\n    enforcement: warn\n"})
+	if err := c.Create(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if !allowed(t, eng, 8) {
+		t.Error("enforcement warn from the parameters ConfigMap is not applied")
+	}
+
+	// A bad parameters document is rejected; the last good set keeps serving.
+	params.Data[ParametersKey] = "policies:\n  max-nodes:\n    enforcement: maybe\n"
+	if err := c.Update(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	good := eng.Version()
+	reconcile()
+	if got := status(t, c, "params"); !strings.Contains(got, `enforcement "maybe" is not one of deny, warn, dryrun`) {
+		t.Errorf("status = %q, want the parameters error", got)
+	}
+	if eng.Version() != good {
+		t.Error("a rejected parameters document replaced the serving set")
+	}
+
+	// Deleting the ConfigMaps returns to the embedded defaults.
+	for _, cm := range []*corev1.ConfigMap{broken, params} {
+		if err := c.Delete(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcile()
+	if eng.Version() != defaultVersion {
+		t.Errorf("version %s after deleting the ConfigMaps, want the defaults' %s", eng.Version(), defaultVersion)
+	}
+}
