@@ -51,13 +51,13 @@ func admittedPodProblems(pod *corev1.Pod, podPath *field.Path, found field.Error
 		for _, e := range list {
 			dup := false
 			for _, f := range found {
-				if f.Type == e.Type && f.Field == e.Field {
+				if f.Type == e.Type && sameResource(f.Field, e.Field) {
 					dup = true
 					break
 				}
 			}
 			if !dup {
-				e.Detail += " (after the namespace's LimitRange defaults were applied to the pod)"
+				e.Detail += " (in the pod as the apiserver admits it: requests default to limits, then the namespace's LimitRange defaults apply)"
 				errs = append(errs, e)
 			}
 		}
@@ -71,6 +71,13 @@ func admittedPodProblems(pod *corev1.Pod, podPath *field.Path, found field.Error
 		add(resourceProblems(&c.Resources, podPath.Child("containers").Key(c.Name).Child("resources")))
 	}
 	return errs
+}
+
+// sameResource tells whether two field paths name the same container resource,
+// whether under requests or limits.
+func sameResource(a, b string) bool {
+	norm := func(s string) string { return strings.Replace(s, ".limits[", ".requests[", 1) }
+	return norm(a) == norm(b)
 }
 
 const hangHint = "the apiserver would reject the pods, so the TrainJob would be admitted but never start"
@@ -104,6 +111,12 @@ func resourceProblems(res *corev1.ResourceRequirements, path *field.Path) field.
 }
 
 func quantityProblems(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	if !strings.Contains(string(name), "/") && !standardContainerResource(name) {
+		// validateContainerResourceName: "gpu: 1" instead of "nvidia.com/gpu: 1".
+		return field.ErrorList{field.Invalid(path, name, fmt.Sprintf(
+			"must be a standard resource for containers (cpu, memory, ephemeral-storage, hugepages-<size>); %s; extended resources need their vendor prefix, e.g. nvidia.com/gpu",
+			hangHint))}
+	}
 	if q.Sign() < 0 {
 		return field.ErrorList{field.Invalid(path, q.String(), "must be greater than or equal to 0")}
 	}
@@ -111,6 +124,15 @@ func quantityProblems(name corev1.ResourceName, q resource.Quantity, path *field
 		return field.ErrorList{field.Invalid(path, q.String(), fmt.Sprintf("must be an integer: %s is counted in whole devices", name))}
 	}
 	return nil
+}
+
+// standardContainerResource mirrors helper.IsStandardContainerResourceName.
+func standardContainerResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return true
+	}
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
 // overcommitAllowed mirrors helper.IsOvercommitAllowed: native resources other than

@@ -205,6 +205,23 @@ func TestRender(t *testing.T) {
 				Problems:      []string{"FieldValueRequired " + nodeRJ + ".containers[node].resources.limits[nvidia.com/gpu]"},
 			},
 		},
+		"resource name without vendor prefix: invalid pods": {
+			runtime:  mpiRuntime(ancestorOn("node")),
+			trainJob: trainJob(numNodes(1), resourcesPerNode(nil, rl("cpu=1", "memory=1Gi", "gpu=1"))),
+			want: summary{
+				MPI: true, MPIImplementation: "OpenMPI", NumNodes: 1, SlotsPerWorker: 1, GPUsPerWorker: 1,
+				Hostfile: hosts("node", 1, 1),
+				ReplicatedJobs: []rjSummary{
+					{Name: "node", Role: RoleWorker, Pods: 1,
+						Requests: map[string]string{"cpu": "1", "memory": "1Gi", "gpu": "1"}, Limits: map[string]string{"cpu": "1", "memory": "1Gi", "gpu": "1"}},
+					{Name: "launcher", Role: RoleLauncher, Pods: 1, MissingRequests: cpuMem, MissingLimits: cpuMem},
+				},
+				TotalPods:     2,
+				TotalRequests: map[string]string{"cpu": "1", "memory": "1Gi", "gpu": "1"},
+				TotalLimits:   map[string]string{"cpu": "1", "memory": "1Gi", "gpu": "1"},
+				Problems:      []string{"FieldValueInvalid " + nodeRJ + ".containers[node].resources.limits[gpu]"},
+			},
+		},
 		"limits only: requests default to limits": {
 			runtime:  mpiRuntime(launcherAsNode(true)),
 			trainJob: trainJob(numNodes(2), resourcesPerNode(nil, rl("cpu=4", "memory=8Gi"))),

@@ -233,6 +233,11 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			trainJob:     job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=2", "memory=16Gi")...) }),
 			wantProblems: true,
 		}),
+		Entry("resource name without vendor prefix (gpu instead of nvidia.com/gpu): invalid pods", pair{
+			runtime:      clusterRuntime(nil),
+			trainJob:     job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Limits(kv("cpu=1", "memory=1Gi", "gpu=1")...) }),
+			wantProblems: true,
+		}),
 		Entry("limits only: requests default to limits", pair{
 			runtime: clusterRuntime(nil),
 			trainJob: job(func(b *fixtures.TrainJobBuilder) {
