@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -76,7 +77,7 @@ func TestReloadFromConfigMaps(t *testing.T) {
 	}
 	defaultVersion := eng.Version()
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base}
+	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Recorder: events.NewFakeRecorder(100)}
 	reconcile := func() {
 		t.Helper()
 		if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
@@ -93,18 +94,25 @@ func TestReloadFromConfigMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcile()
-	if got := status(t, c, "max-nodes"); !strings.HasPrefix(got, "rejected: ") || !strings.Contains(got, "configmap/max-nodes/max_nodes.rego:4:") {
-		t.Errorf("status = %q, want rejected with configmap/max-nodes/max_nodes.rego:4", got)
+	if got := status(t, c, "max-nodes"); !strings.HasPrefix(got, "rejected: ") || !strings.Contains(got, "max-nodes/max_nodes.rego:4:") {
+		t.Errorf("status = %q, want rejected with max-nodes/max_nodes.rego:4", got)
 	}
 	if eng.Version() != defaultVersion || !allowed(t, eng, 8) {
 		t.Errorf("a rejected policy changed decisions (version %s, was %s)", eng.Version(), defaultVersion)
 	}
 
 	// The fixed policy extends the set without a restart.
-	broken.Data = map[string]string{"max_nodes.rego": maxNodes}
-	if err := c.Update(ctx, broken); err != nil {
-		t.Fatal(err)
+	edit := func(cm *corev1.ConfigMap, data map[string]string) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = data
+		if err := c.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
 	}
+	edit(broken, map[string]string{"max_nodes.rego": maxNodes})
 	reconcile()
 	if got := status(t, c, "max-nodes"); got != "loaded: policy set "+eng.Version() {
 		t.Errorf("status = %q, want loaded with version %s", got, eng.Version())
@@ -124,10 +132,7 @@ func TestReloadFromConfigMaps(t *testing.T) {
 	}
 
 	// A bad parameters document is rejected; the last good set keeps serving.
-	params.Data[ParametersKey] = "policies:\n  max-nodes:\n    enforcement: maybe\n"
-	if err := c.Update(ctx, params); err != nil {
-		t.Fatal(err)
-	}
+	edit(params, map[string]string{ParametersKey: "policies:\n  max-nodes:\n    enforcement: maybe\n"})
 	good := eng.Version()
 	reconcile()
 	if got := status(t, c, "params"); !strings.Contains(got, `enforcement "maybe" is not one of deny, warn, dryrun`) {
