@@ -81,11 +81,20 @@ func limitRangeContainerDefaults(limitRanges []corev1.LimitRange) corev1.Resourc
 // defaulting and mutating admission, and the problems admission would reject it for.
 func (a *admissionContext) admittedPod(template *corev1.PodTemplateSpec, podPath *field.Path) (*corev1.Pod, field.ErrorList) {
 	pod := &corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: *template.Spec.DeepCopy()}
+	// Decoding: SetDefaults_Pod, containers first, then pod-level requests.
 	for i := range pod.Spec.InitContainers {
-		admitContainerResources(&pod.Spec.InitContainers[i].Resources, &a.defaults)
+		defaultRequestsToLimits(&pod.Spec.InitContainers[i].Resources)
 	}
 	for i := range pod.Spec.Containers {
-		admitContainerResources(&pod.Spec.Containers[i].Resources, &a.defaults)
+		defaultRequestsToLimits(&pod.Spec.Containers[i].Resources)
+	}
+	defaultPodLevelRequests(pod)
+	// Mutating admission: LimitRanger, then RuntimeClass.
+	for i := range pod.Spec.InitContainers {
+		mergeLimitRangeDefaults(&pod.Spec.InitContainers[i].Resources, &a.defaults)
+	}
+	for i := range pod.Spec.Containers {
+		mergeLimitRangeDefaults(&pod.Spec.Containers[i].Resources, &a.defaults)
 	}
 	var problems field.ErrorList
 	if name := pod.Spec.RuntimeClassName; name != nil && *name != "" {
@@ -107,9 +116,9 @@ func (a *admissionContext) admittedPod(template *corev1.PodTemplateSpec, podPath
 	return pod, problems
 }
 
-// admitContainerResources applies SetDefaults_Pod (requests default to limits) and
-// then LimitRanger's mergeContainerResources to one container.
-func admitContainerResources(res *corev1.ResourceRequirements, defaults *corev1.ResourceRequirements) {
+// defaultRequestsToLimits is SetDefaults_Pod for one container: a resource with a
+// limit and no request gets the limit as request.
+func defaultRequestsToLimits(res *corev1.ResourceRequirements) {
 	for k, v := range res.Limits {
 		if _, ok := res.Requests[k]; !ok {
 			if res.Requests == nil {
@@ -118,6 +127,38 @@ func admitContainerResources(res *corev1.ResourceRequirements, defaults *corev1.
 			res.Requests[k] = v.DeepCopy()
 		}
 	}
+}
+
+// defaultPodLevelRequests is defaultPodRequests (core/v1 defaults, PodLevelResources
+// on): with pod-level limits, missing pod-level requests default to the containers'
+// aggregate request, else to the pod-level limit. (Pod-level hugepage limit
+// defaulting is not reproduced: hugepages at pod level are not used by MPI runtimes.)
+func defaultPodLevelRequests(pod *corev1.Pod) {
+	if pod.Spec.Resources == nil || len(pod.Spec.Resources.Limits) == 0 {
+		return
+	}
+	reqs := pod.Spec.Resources.Requests
+	if reqs == nil {
+		reqs = corev1.ResourceList{}
+	}
+	for k, v := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if _, ok := reqs[k]; !ok && resourcehelper.IsSupportedPodLevelResource(k) && overcommitAllowed(k) {
+			reqs[k] = v.DeepCopy()
+		}
+	}
+	for k, v := range pod.Spec.Resources.Limits {
+		if _, ok := reqs[k]; !ok && resourcehelper.IsSupportedPodLevelResource(k) {
+			reqs[k] = v.DeepCopy()
+		}
+	}
+	if len(reqs) > 0 {
+		pod.Spec.Resources.Requests = reqs
+	}
+}
+
+// mergeLimitRangeDefaults is LimitRanger's mergeContainerResources: missing limits
+// and requests come from the LimitRange defaults.
+func mergeLimitRangeDefaults(res *corev1.ResourceRequirements, defaults *corev1.ResourceRequirements) {
 	for k, v := range defaults.Limits {
 		if _, ok := res.Limits[k]; !ok {
 			if res.Limits == nil {

@@ -255,3 +255,10 @@ func ancestorOn(rj string) runtimeOption {
 		r.Template.Labels = map[string]string{constants.LabelTrainJobAncestor: constants.AncestorTrainer}
 	}
 }
+
+// podResources sets pod-level resources on replicated job rj.
+func podResources(rj string, requests, limits corev1.ResourceList) runtimeOption {
+	return func(s *trainer.TrainingRuntimeSpec) {
+		replicatedJob(s, rj).Template.Spec.Template.Spec.Resources = &corev1.ResourceRequirements{Requests: requests, Limits: limits}
+	}
+}

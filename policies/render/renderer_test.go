@@ -280,6 +280,26 @@ func TestRender(t *testing.T) {
 				TotalLimits:   map[string]string{"cpu": "5", "memory": "9Gi"},
 			},
 		},
+		"pod-level resources: pod requests default from containers, then from pod limits": {
+			runtime: mpiRuntime(ancestorOn("node"),
+				containerResources("node", rl("cpu=2"), nil),
+				podResources("node", nil, rl("cpu=8", "memory=16Gi"))),
+			trainJob: trainJob(numNodes(2)),
+			want: summary{
+				MPI: true, MPIImplementation: "OpenMPI", NumNodes: 2, SlotsPerWorker: 1,
+				Hostfile: hosts("node", 2, 1),
+				ReplicatedJobs: []rjSummary{
+					// With pod-level resources the quota does not require container values.
+					{Name: "node", Role: RoleWorker, Pods: 2,
+						Requests: map[string]string{"cpu": "2", "memory": "16Gi"},
+						Limits:   map[string]string{"cpu": "8", "memory": "16Gi"}},
+					{Name: "launcher", Role: RoleLauncher, Pods: 1, MissingRequests: cpuMem, MissingLimits: cpuMem},
+				},
+				TotalPods:     3,
+				TotalRequests: map[string]string{"cpu": "4", "memory": "32Gi"},
+				TotalLimits:   map[string]string{"cpu": "16", "memory": "32Gi"},
+			},
+		},
 		"LimitRange defaults fill missing requests and limits": {
 			runtime:  mpiRuntime(containerResources("node", nil, rl("cpu=8"))),
 			trainJob: trainJob(numNodes(2)),

@@ -256,6 +256,13 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			}),
 			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
 		}),
+		Entry("pod-level resources", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.Resources(constants.Node, rl("cpu=2"), nil)
+				b.PodSpec(constants.Node).Resources = &corev1.ResourceRequirements{Limits: rl("cpu=8", "memory=16Gi")}
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
+		}),
 		Entry("LimitRange defaults fill what containers do not declare", pair{
 			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
 				b.Resources(constants.Launcher, nil, rl("cpu=500m"))
