@@ -82,6 +82,10 @@ func TestRenderErrors(t *testing.T) {
 			in:      Input{TrainJob: trainJob(numNodes(2)), Runtime: mpiRuntime()},
 			wantErr: "spec.mlPolicy.mpi has no [numProcPerNode mpiImplementation sshAuthMountPath]",
 		},
+		"numNodes above MaxNumNodes": {
+			in:      Input{TrainJob: defaulted(trainJob(numNodes(MaxNumNodes + 1))), Runtime: defaultedRuntime(mpiRuntime())},
+			wantErr: "spec.trainer.numNodes 10001 is more than the 10000 nodes mpiguard renders",
+		},
 		"empty runtimeRef": {
 			in: Input{TrainJob: func() *trainer.TrainJob {
 				tj := trainJob()

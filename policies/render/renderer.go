@@ -26,6 +26,12 @@ import (
 	fwkplugins "github.com/kubeflow/trainer/v2/pkg/runtime/framework/plugins"
 )
 
+// MaxNumNodes bounds trainer.numNodes (and the runtime's mlPolicy.numNodes) that
+// Render accepts. The Trainer writes one hostfile line per node, so an absurd
+// numNodes would cost the admission webhook seconds and megabytes per request;
+// no MPI job comes near this.
+const MaxNumNodes = 10000
+
 // Input is everything a TrainJob's pods depend on.
 type Input struct {
 	// TrainJob to render. It is not modified.
@@ -220,6 +226,14 @@ func prepareInput(in Input) (*trainer.TrainJob, client.Object, *trainer.Training
 	if *ref.Kind != kind || ref.Name != runtimeObj.GetName() {
 		return nil, nil, nil, fmt.Errorf("render: TrainJob %s refers to %s %q but the runtime given is %s %q",
 			trainJob.Name, *ref.Kind, ref.Name, kind, runtimeObj.GetName())
+	}
+	if n := trainJob.Spec.Trainer; n != nil && n.NumNodes != nil && *n.NumNodes > MaxNumNodes {
+		return nil, nil, nil, fmt.Errorf("render: TrainJob %s: spec.trainer.numNodes %d is more than the %d nodes mpiguard renders; use at most %d nodes",
+			trainJob.Name, *n.NumNodes, MaxNumNodes, MaxNumNodes)
+	}
+	if spec.MLPolicy != nil && spec.MLPolicy.NumNodes != nil && *spec.MLPolicy.NumNodes > MaxNumNodes {
+		return nil, nil, nil, fmt.Errorf("render: %s %q: spec.mlPolicy.numNodes %d is more than the %d nodes mpiguard renders",
+			kind, runtimeObj.GetName(), *spec.MLPolicy.NumNodes, MaxNumNodes)
 	}
 	if err := checkDefaulted(spec.MLPolicy, kind, runtimeObj.GetName()); err != nil {
 		return nil, nil, nil, err
