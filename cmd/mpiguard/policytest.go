@@ -78,7 +78,11 @@ func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer)
 		switch {
 		case !r.Pass():
 			failed++
-			fmt.Fprintf(out, "FAIL rego %s.%s (%v): %v\n", r.Package, r.Name, r.Location, r.Error)
+			why := "the test rule is false"
+			if r.Error != nil {
+				why = r.Error.Error()
+			}
+			fmt.Fprintf(out, "FAIL rego %s.%s (%v): %s\n", r.Package, r.Name, r.Location, why)
 		case verbose:
 			fmt.Fprintf(out, "PASS rego %s.%s\n", r.Package, r.Name)
 		}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const samples = "../../policies/"
+
+func exitOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ec *exitError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	return -1
+}
+
+func TestCheckExitCodesAndOutput(t *testing.T) {
+	deniedYAML, err := os.ReadFile(samples + "aggregate-quota/samples/denied-gpus-over-quota.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		opts     checkOptions
+		stdin    string
+		wantExit int
+		wantOut  string // substring of stdout
+		wantErr  string // substring of the error
+	}{
+		{name: "allowed", opts: checkOptions{files: []string{samples + "max-duration/samples/allowed-default-deadline-set.yaml"}, output: "text"},
+			wantOut: "TrainJob team-a/resnet: ALLOWED\n"},
+		{name: "denied", opts: checkOptions{files: []string{samples + "aggregate-quota/samples/denied-gpus-over-quota.yaml"}, output: "text"},
+			wantExit: 1, wantOut: `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 4 of 16 free`},
+		{name: "stdin", opts: checkOptions{files: []string{"-"}, output: "text"}, stdin: string(deniedYAML),
+			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED"},
+		{name: "patches shown", opts: checkOptions{files: []string{samples + "max-duration/samples/allowed-default-deadline-set.yaml"}, output: "text", showPatches: true},
+			wantOut: "patch  max-duration: spec.activeDeadlineSeconds = 86400"},
+		{name: "unreadable file", opts: checkOptions{files: []string{"does-not-exist.yaml"}, output: "text"},
+			wantExit: 2, wantErr: "does-not-exist.yaml"},
+		{name: "invalid document", opts: checkOptions{files: []string{"-"}, output: "text"}, stdin: "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x}\nspec: {nonsense: 1}\n",
+			wantExit: 2, wantErr: `<stdin> (document 1): invalid TrainJob: strict decoding error: unknown field "spec.nonsense"`},
+		{name: "missing runtime", opts: checkOptions{files: []string{"-"}, output: "text"}, stdin: "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x, namespace: a}\nspec: {runtimeRef: {name: nowhere}}\n",
+			wantExit: 2, wantOut: `TrainJob a/x: ERROR: ClusterTrainingRuntime "nowhere" (spec.runtimeRef) is not among the documents read`},
+		{name: "no TrainJob", opts: checkOptions{files: []string{"-"}, output: "text"}, stdin: "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+			wantExit: 2, wantErr: "no TrainJob found"},
+		{name: "bad output format", opts: checkOptions{files: []string{"-"}, output: "xml"}, wantExit: 2, wantErr: "want text or json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := runCheck(context.Background(), tc.opts, strings.NewReader(tc.stdin), &out)
+			if got := exitOf(err); got != tc.wantExit {
+				t.Errorf("exit = %d (%v), want %d\n%s", got, err, tc.wantExit, out.String())
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("output %q does not contain %q", out.String(), tc.wantOut)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v does not contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	var out bytes.Buffer
+	err := runCheck(context.Background(), checkOptions{files: []string{samples + "slots-gpus/samples/allowed-cpu-only-oversubscribed-warns.yaml"}, output: "json"}, nil, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		TrainJob   string `json:"trainJob"`
+		Allowed    bool   `json:"allowed"`
+		Violations []struct {
+			Policy, Action, Field string
+		} `json:"violations"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	want := []struct {
+		TrainJob   string `json:"trainJob"`
+		Allowed    bool   `json:"allowed"`
+		Violations []struct {
+			Policy, Action, Field string
+		} `json:"violations"`
+	}{{TrainJob: "team-a/sim", Allowed: true, Violations: []struct{ Policy, Action, Field string }{{"slots-gpus", "warn", "spec.trainer.numProcPerNode"}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSON output (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckWithOtherParameters(t *testing.T) {
+	params := t.TempDir() + "/params.yaml"
+	if err := os.WriteFile(params, []byte("policies:\n  aggregate-quota: {enforcement: warn}\n  slots-gpus: {}\n  max-duration: {}\n  data-residency: {}\n  istio-opt-out: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := runCheck(context.Background(), checkOptions{files: []string{samples + "aggregate-quota/samples/denied-gpus-over-quota.yaml"}, parameters: params, output: "text"}, nil, &out)
+	if err != nil {
+		t.Fatalf("with aggregate-quota warning only: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "warn   aggregate-quota") {
+		t.Errorf("output does not show the quota violation as a warning:\n%s", out.String())
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpiguard/mpiguard/policies"
+)
+
+func TestPolicyTest(t *testing.T) {
+	var out bytes.Buffer
+	if err := runPolicyTest(context.Background(), "", false, &out); err != nil {
+		t.Fatalf("embedded policies: %v\n%s", err, out.String())
+	}
+	if !strings.HasSuffix(out.String(), " failed\n") || !strings.Contains(out.String(), ", 0 failed") {
+		t.Errorf("summary = %q", out.String())
+	}
+
+	// A policy whose deny rule matches nothing fails.
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, policies.FS); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "slots-gpus/slots_gpus.rego")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.ReplaceAll(string(src), "job.slotsPerWorker != job.gpusPerWorker", "job.slotsPerWorker < 0")
+	if err := os.WriteFile(file, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = runPolicyTest(context.Background(), dir, false, &out)
+	if exitOf(err) != 1 {
+		t.Fatalf("exit = %d (%v), want 1\n%s", exitOf(err), err, out.String())
+	}
+	for _, want := range []string{
+		"FAIL rego data.mpiguard.policies.slots_gpus_test.test_slots_differ_from_gpus_denied (slots-gpus/slots_gpus_test.rego:19): the test rule is false",
+		"FAIL sample slots-gpus/samples/denied-slots-exceed-gpus.yaml",
+		"no TrainJob is denied by policy slots-gpus",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output does not contain %q:\n%s", want, out.String())
+		}
+	}
+}
