@@ -2,6 +2,20 @@
 // the exact pods the Kubeflow Trainer will create for it, and what those pods are
 // charged against ResourceQuota. It renders with the Trainer's own runtime
 // packages, so the picture is the one the Trainer controller itself produces.
+//
+// Usage:
+//
+//	r, err := render.NewRenderer(ctx) // once, at startup; safe for concurrent use
+//	// Objects read from files (not from the apiserver) need the apiserver's defaults first:
+//	err = render.ApplyDefaults(trainJob, runtime, &limitRange)
+//	view, err := r.Render(ctx, render.Input{TrainJob: trainJob, Runtime: runtime,
+//		LimitRanges: limitRanges, RuntimeClasses: runtimeClasses})
+//	view.Workers.Pods, view.SlotsPerWorker, view.GPUsPerWorker, view.Total.QuotaUsage(), view.Problems
+//
+// Render returns an error only when the TrainJob cannot be rendered at all; pods
+// that render but that the apiserver would reject are listed in JobView.Problems.
+// test/integration/render checks JobViews against the JobSets the real Trainer
+// controller creates and against what a real kube-apiserver charges their pods.
 package render
 
 import (
