@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -56,10 +57,16 @@ type Renderer struct {
 	framework *fwkcore.Framework
 }
 
+// newRendererMu serialises NewRenderer: runtimecore.New writes package-level
+// variables of the Trainer (its runtime registry and factory).
+var newRendererMu sync.Mutex
+
 // NewRenderer initialises the Trainer's runtime framework offline (fake client,
 // no-op indexer, default Trainer configuration). The framework keeps package-level
 // state, so call it once at startup, not per request.
 func NewRenderer(ctx context.Context) (*Renderer, error) {
+	newRendererMu.Lock()
+	defer newRendererMu.Unlock()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(trainer.AddToScheme(scheme))
