@@ -184,8 +184,8 @@ func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decisio
 		}
 		for _, r := range results {
 			if qb.rule == "mutate" {
-				var c Change
-				if err := convert(r, &c); err != nil {
+				c, err := changeOf(r)
+				if err != nil {
 					return nil, fmt.Errorf("policy %s: malformed mutate result: %w", qb.policy, err)
 				}
 				c.Policy = qb.policy
@@ -229,6 +229,44 @@ func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decisio
 		return nil, err
 	}
 	return d, nil
+}
+
+// changeOf reads a mutate result: {"target", "field", "value"} plus
+// "replicatedJob" and "key" for pod template changes.
+func changeOf(v any) (Change, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Change{}, fmt.Errorf("expected an object, got %T", v)
+	}
+	var c Change
+	for k, x := range m {
+		s, isString := x.(string)
+		switch k {
+		case "value":
+			c.Value = x
+			continue
+		case "target", "field", "replicatedJob", "key":
+			if !isString {
+				return Change{}, fmt.Errorf("%s must be a string, got %T", k, x)
+			}
+		default:
+			return Change{}, fmt.Errorf("unknown key %q", k)
+		}
+		switch k {
+		case "target":
+			c.Target = s
+		case "field":
+			c.Field = s
+		case "replicatedJob":
+			c.ReplicatedJob = s
+		case "key":
+			c.Key = s
+		}
+	}
+	if c.Target == "" || c.Field == "" {
+		return Change{}, fmt.Errorf("target and field are required in %v", m)
+	}
+	return c, nil
 }
 
 // violationOf reads a {"field": ..., "msg": ...} result; a bare string is a

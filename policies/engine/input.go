@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -285,9 +286,41 @@ func resourcesTerm(list corev1.ResourceList) *ast.Term {
 
 // quantityTerm gives Rego a quantity as numbers it can add exactly: value in
 // base units (cores, bytes, devices; fractional only for CPU), milli as an
-// integer, and display as kubectl would show it.
+// integer, and display as kubectl would show it. Terms are immutable, and the
+// same few quantities recur in every request, so they are built once and shared.
 func quantityTerm(q resource.Quantity) *ast.Term {
-	m := q.MilliValue()
+	key := quantityKey{milli: q.MilliValue(), format: q.Format}
+	quantityCache.RLock()
+	t, ok := quantityCache.terms[key]
+	quantityCache.RUnlock()
+	if ok {
+		return t
+	}
+	t = newQuantityTerm(q, key.milli)
+	quantityCache.Lock()
+	if len(quantityCache.terms) < maxCachedQuantities {
+		quantityCache.terms[key] = t
+	}
+	quantityCache.Unlock()
+	return t
+}
+
+// quantityKey identifies a quantity's term: its amount and the format its
+// display string is written in (1Gi and 1073741824 are the same amount).
+type quantityKey struct {
+	milli  int64
+	format resource.Format
+}
+
+// maxCachedQuantities bounds the cache; quantities past it are built per request.
+const maxCachedQuantities = 4096
+
+var quantityCache = struct {
+	sync.RWMutex
+	terms map[quantityKey]*ast.Term
+}{terms: map[quantityKey]*ast.Term{}}
+
+func newQuantityTerm(q resource.Quantity, m int64) *ast.Term {
 	var value *ast.Term
 	if m%1000 == 0 {
 		value = ast.IntNumberTerm(int(m / 1000))
