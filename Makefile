@@ -105,9 +105,14 @@ bench: ## Go benchmarks (results go into docs/performance.md by hand, with this 
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(UNIT_PKGS)
 
 .PHONY: bench-networkpolicies
-bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJobs -> NetworkPolicies on a real apiserver; prints time to converge and memory.
-	KUBEBUILDER_ASSETS=$(CONTROLPLANE) MPIGUARD_NETPOL_SCALE=$(or $(NETPOL_JOBS),1000) $(GO) test -count=1 -v -timeout 20m \
-	  ./test/integration/networkpolicies/ -ginkgo.label-filter=scale
+bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJobs -> NetworkPolicies on a real apiserver (and a baseline with the controller off); prints time to converge and memory.
+	@for baseline in false true; do \
+	  log=$$(mktemp); \
+	  if KUBEBUILDER_ASSETS=$(CONTROLPLANE) MPIGUARD_NETPOL_SCALE=$(or $(NETPOL_JOBS),1000) MPIGUARD_NETPOL_SCALE_BASELINE=$$baseline \
+	    $(GO) test -count=1 -v -timeout 20m ./test/integration/networkpolicies/ -ginkgo.label-filter=scale >$$log 2>&1; \
+	  then grep -a -A7 'NetworkPolicies scale' $$log | sed -n '1,8p'; rm -f $$log; \
+	  else tail -n 60 $$log; rm -f $$log; exit 1; fi; \
+	done
 
 ##@ Run
 

@@ -41,10 +41,26 @@ var _ = Describe("NetworkPolicies at scale", Label("scale"), func() {
 		uids := createJobs(ctx, ns, rt.Name, n)
 		created := time.Since(start)
 
+		if os.Getenv(scaleBaselineEnv) == "true" {
+			// Controller off: give the other informers time to take in the jobs.
+			time.Sleep(10 * time.Second)
+			after := memory()
+			report := fmt.Sprintf(`
+NetworkPolicies scale baseline: %d MPI TrainJobs, whole mpiguard with the NetworkPolicy controller OFF, %d cores
+  create %d TrainJobs (8 clients):                   %s (%.0f jobs/s)
+  Go heap in use after GC (manager + test client):    %.1f MiB before -> %.1f MiB after
+  process RSS:                                        %.1f MiB before -> %.1f MiB after; peak %.1f MiB`,
+				n, goruntime.NumCPU(), n, created.Round(time.Millisecond), float64(n)/created.Seconds(),
+				mib(before.heap), mib(after.heap), mib(before.rss), mib(after.rss), mib(after.peakRSS))
+			AddReportEntry("scale", report)
+			fmt.Fprintln(os.Stdout, report)
+			return
+		}
+
 		By("waiting until every job has exactly its policy")
 		var converged time.Duration
 		Eventually(func(g Gomega) {
-			g.Expect(correctPolicies(ctx, g, ns, uids)).To(Equal(n))
+			g.Expect(correctPolicies(ctx, g, ns, uids, jobIsolated)).To(Equal(n))
 			converged = time.Since(start)
 		}).WithTimeout(10 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
@@ -53,19 +69,47 @@ var _ = Describe("NetworkPolicies at scale", Label("scale"), func() {
 		Expect(changes("updated") - updatedBefore).To(BeZero(), "no policy rewritten while converging")
 		Expect(changes("repaired") - repairedBefore).To(BeZero(), "no policy mistaken for drifted")
 
-		report := fmt.Sprintf(`NetworkPolicies scale run: %d MPI TrainJobs, %d cores, GOMAXPROCS %d
-  create %d TrainJobs (8 clients, through webhooks): %s (%.0f jobs/s)
+		By("switching the namespace to restricted: every policy is rewritten")
+		switchStart := time.Now()
+		annotateNamespace(ctx, ns, "mpiguard.io/network-policy", "restricted")
+		Eventually(func(g Gomega) {
+			g.Expect(correctPolicies(ctx, g, ns, uids, func(job string) networkingv1.NetworkPolicySpec {
+				return restricted(job, 2222, 50000, 50999)
+			})).To(Equal(n))
+		}).WithTimeout(10 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		switched := time.Since(switchStart)
+		Expect(changes("updated") - updatedBefore).To(Equal(float64(n)), "one update per job")
+
+		By("deleting every policy at once: every one is repaired")
+		repairStart := time.Now()
+		Expect(env.Client.DeleteAllOf(ctx, &networkingv1.NetworkPolicy{}, client.InNamespace(ns))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(correctPolicies(ctx, g, ns, uids, func(job string) networkingv1.NetworkPolicySpec {
+				return restricted(job, 2222, 50000, 50999)
+			})).To(Equal(n))
+		}).WithTimeout(10 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		repaired := time.Since(repairStart)
+		Expect(changes("repaired") - repairedBefore).To(Equal(float64(n)), "one repair per job")
+
+		wiring := "whole mpiguard (webhooks and every controller)"
+		report := fmt.Sprintf(`
+NetworkPolicies scale run: %d MPI TrainJobs, %s, %d cores, GOMAXPROCS %d
+  create %d TrainJobs (8 clients):                   %s (%.0f jobs/s)
   first create -> all %d policies correct:            %s
   last create  -> all policies correct:               %s
-  Go heap in use (after GC), whole mpiguard manager + test client: %.1f MiB before -> %.1f MiB after (+%.1f MiB, %.1f KiB per job)
-  process RSS: %.1f MiB before -> %.1f MiB after; peak RSS %.1f MiB`,
-			n, goruntime.NumCPU(), goruntime.GOMAXPROCS(0),
+  namespace switched to restricted -> all rewritten:  %s
+  all %d policies deleted at once -> all repaired:    %s
+  Go heap in use after GC (manager + test client):    %.1f MiB before -> %.1f MiB after (+%.1f MiB, %.1f KiB per job)
+  process RSS:                                        %.1f MiB before -> %.1f MiB after; peak %.1f MiB`,
+			n, wiring, goruntime.NumCPU(), goruntime.GOMAXPROCS(0),
 			n, created.Round(time.Millisecond), float64(n)/created.Seconds(),
 			n, converged.Round(time.Millisecond),
 			(converged - created).Round(time.Millisecond),
+			switched.Round(time.Millisecond),
+			n, repaired.Round(time.Millisecond),
 			mib(before.heap), mib(after.heap), (float64(after.heap)-float64(before.heap))/(1<<20),
 			(float64(after.heap)-float64(before.heap))/1024/float64(n),
-			mib(before.rss), mib(after.rss), mib(after.peakRSS))
+			mib(before.rss), mib(after.rss), mib(memory().peakRSS))
 		AddReportEntry("scale", report)
 		fmt.Fprintln(os.Stdout, report)
 	})
@@ -123,8 +167,8 @@ func createJobs(ctx context.Context, ns, runtime string, n int) map[string]types
 }
 
 // correctPolicies reads the namespace's policies from the apiserver (not a
-// cache) and counts those that are exactly right for their job.
-func correctPolicies(ctx context.Context, g Gomega, ns string, uids map[string]types.UID) int {
+// cache) and counts those that are exactly want(job) and owned by their job.
+func correctPolicies(ctx context.Context, g Gomega, ns string, uids map[string]types.UID, want func(job string) networkingv1.NetworkPolicySpec) int {
 	var list networkingv1.NetworkPolicyList
 	g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 	ok := 0
@@ -135,7 +179,7 @@ func correctPolicies(ctx context.Context, g Gomega, ns string, uids map[string]t
 		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != uid {
 			continue
 		}
-		if equality.Semantic.DeepEqual(p.Spec, jobIsolated(p.Name)) {
+		if equality.Semantic.DeepEqual(p.Spec, want(p.Name)) {
 			ok++
 		}
 	}

@@ -6,6 +6,7 @@ package networkpolicies
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,8 +14,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
+
+// scaleBaselineEnv, with the scale run, starts mpiguard with the NetworkPolicy
+// controller off: the same jobs through the same webhooks, so the difference in
+// memory between the two runs is the controller's own.
+const scaleBaselineEnv = "MPIGUARD_NETPOL_SCALE_BASELINE"
 
 var env *framework.Env
 
@@ -25,5 +32,11 @@ func TestNetworkPolicies(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "networkpolicies"})
+	opts := framework.Options{Name: "networkpolicies"}
+	if os.Getenv(scaleBaselineEnv) == "true" {
+		components := app.DefaultOptions()
+		components.NetworkPolicies.Enabled = false
+		opts.Components = &components
+	}
+	env = framework.StartSuite(context.Background(), opts)
 }, NodeTimeout(framework.SuiteStartTimeout))
