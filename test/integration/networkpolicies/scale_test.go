@@ -65,9 +65,9 @@ NetworkPolicies scale baseline: %d MPI TrainJobs, whole mpiguard with the Networ
 		}).WithTimeout(10 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 		after := memory()
-		Expect(changes("created") - createdBefore).To(Equal(float64(n)), "one create per job, no more")
-		Expect(changes("updated") - updatedBefore).To(BeZero(), "no policy rewritten while converging")
-		Expect(changes("repaired") - repairedBefore).To(BeZero(), "no policy mistaken for drifted")
+		Expect(changes("created")-createdBefore).To(Equal(float64(n)), "one create per job, no more")
+		Expect(changes("updated")-updatedBefore).To(BeZero(), "no policy rewritten while converging")
+		Expect(changes("repaired")-repairedBefore).To(BeZero(), "no policy mistaken for drifted")
 
 		By("switching the namespace to restricted: every policy is rewritten")
 		switchStart := time.Now()
@@ -78,7 +78,7 @@ NetworkPolicies scale baseline: %d MPI TrainJobs, whole mpiguard with the Networ
 			})).To(Equal(n))
 		}).WithTimeout(10 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 		switched := time.Since(switchStart)
-		Expect(changes("updated") - updatedBefore).To(Equal(float64(n)), "one update per job")
+		Expect(changes("updated")-updatedBefore).To(Equal(float64(n)), "one update per job")
 
 		By("deleting every policy at once: every one is repaired")
 		repairStart := time.Now()
@@ -89,7 +89,7 @@ NetworkPolicies scale baseline: %d MPI TrainJobs, whole mpiguard with the Networ
 			})).To(Equal(n))
 		}).WithTimeout(10 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 		repaired := time.Since(repairStart)
-		Expect(changes("repaired") - repairedBefore).To(Equal(float64(n)), "one repair per job")
+		Expect(changes("repaired")-repairedBefore).To(Equal(float64(n)), "one repair per job")
 
 		wiring := "whole mpiguard (webhooks and every controller)"
 		report := fmt.Sprintf(`
