@@ -13,11 +13,11 @@ import (
 // resultRules are the rules a policy may define; the engine reads nothing else.
 var resultRules = []string{"deny", "warn", "mutate"}
 
-// decisionQuery collects every policy's deny, warn and mutate results in one
+// decisionQuery collects the results of the rules include selects in one
 // evaluation: one binding per (policy, rule) the set defines, named r<i>, each
 // a comprehension so an undefined rule is an empty array. Naming every rule
 // explicitly is several times cheaper than iterating data.mpiguard.policies[_].
-func decisionQuery(c *ast.Compiler) (string, []queryBinding) {
+func decisionQuery(c *ast.Compiler, include func(policy, rule string) bool) (string, []queryBinding) {
 	defined := map[string]map[string]bool{}
 	for _, m := range c.Modules {
 		pkg := m.Package.Path.String()
@@ -41,12 +41,12 @@ func decisionQuery(c *ast.Compiler) (string, []queryBinding) {
 	var bindings []queryBinding
 	for _, seg := range segments {
 		for _, rule := range resultRules {
-			if !defined[seg][rule] {
+			policy, _ := policyName(PolicyPackagePrefix + seg)
+			if !defined[seg][rule] || !include(policy, rule) {
 				continue
 			}
 			name := fmt.Sprintf("r%d", len(bindings))
 			fmt.Fprintf(&q, "%s := [x | some x in %s%s.%s]\n", name, PolicyPackagePrefix, seg, rule)
-			policy, _ := policyName(PolicyPackagePrefix + seg)
 			bindings = append(bindings, queryBinding{name: name, policy: policy, rule: rule})
 		}
 	}
@@ -58,13 +58,33 @@ type queryBinding struct {
 	name, policy, rule string
 }
 
+// preparedQuery is a compiled decision query and what its bindings hold.
+type preparedQuery struct {
+	pq       rego.PreparedEvalQuery
+	bindings []queryBinding
+}
+
+func prepare(ctx context.Context, c *ast.Compiler, include func(policy, rule string) bool) (preparedQuery, error) {
+	query, bindings := decisionQuery(c, include)
+	if query == "" {
+		query = "true" // no rule selected: an empty result
+	}
+	pq, err := rego.New(rego.Query(query), rego.Compiler(c)).PrepareForEval(ctx)
+	if err != nil {
+		return preparedQuery{}, &CompileError{Errors: asErrors(err)}
+	}
+	return preparedQuery{pq: pq, bindings: bindings}, nil
+}
+
 // compiledSet is a policy set ready to evaluate. It is immutable once built, so
 // decisions read it without locks while a reload swaps in the next one.
 type compiledSet struct {
 	version  string
-	query    rego.PreparedEvalQuery
-	policies []string
-	bindings []queryBinding
+	// validate evaluates deny and warn rules, and the mutate rules of dryrun
+	// policies (logged only); mutate evaluates the mutate rules of the others.
+	// Each webhook pass evaluates only what it needs.
+	validate, mutate preparedQuery
+	policies         []string
 	settings map[string]PolicySettings
 	// params is input.parameters, built once per set.
 	params *ast.Term
@@ -105,10 +125,14 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 		return nil, fmt.Errorf("parameters configure policies the set does not have: %s", strings.Join(unknown, ", "))
 	}
 
-	query, bindings := decisionQuery(c)
-	pq, err := rego.New(rego.Query(query), rego.Compiler(c)).PrepareForEval(ctx)
+	dryrun := func(policy string) bool { return set.Parameters.Policies[policy].enforcement() == EnforceDryRun }
+	validate, err := prepare(ctx, c, func(policy, rule string) bool { return rule != "mutate" || dryrun(policy) })
 	if err != nil {
-		return nil, &CompileError{Errors: asErrors(err)}
+		return nil, err
+	}
+	mutate, err := prepare(ctx, c, func(policy, rule string) bool { return rule == "mutate" && !dryrun(policy) })
+	if err != nil {
+		return nil, err
 	}
 	params, err := parametersTerm(set.Parameters)
 	if err != nil {
@@ -121,9 +145,9 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 	sort.Strings(names)
 	return &compiledSet{
 		version:  set.Version(),
-		query:    pq,
+		validate: validate,
+		mutate:   mutate,
 		policies: names,
-		bindings: bindings,
 		settings: set.Parameters.Policies,
 		params:   params,
 	}, nil

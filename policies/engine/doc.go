@@ -11,7 +11,7 @@
 //		TrainJob, OldTrainJob, View /* render.JobView */, Namespace, Quotas, Reserved, Runtime}
 //
 //	m, err := eng.Mutations(ctx, req)   // mutating webhook: m.Apply(copy) reports a change
-//	d, err := eng.Decide(ctx, req)      // validating webhook (logs one decision line)
+//	d, err := eng.Decide(ctx, req)      // validating webhook (logs one decision line; no mutations)
 //	d.Allowed; d.Denials(); d.Warnings() // []Violation{Policy, Action, Field, Message}
 //
 //	err = eng.Load(ctx, set)            // hot reload; a *CompileError keeps the last good set

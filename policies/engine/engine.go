@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/rego"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -127,16 +128,21 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	return d, nil
 }
 
-// evaluate runs the prepared query and applies enforcement to its results.
+// evaluate runs the pass's prepared query (mutate rules for a MutationOnly
+// request, the rest otherwise) and applies enforcement to its results.
 func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (*Decision, error) {
-	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)))
+	q := &set.validate
+	if req.MutationOnly {
+		q = &set.mutate
+	}
+	rs, err := q.pq.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)))
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)
 	}
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("evaluating policy set %s: %d results, want 1", set.version, len(rs))
 	}
-	return e.assemble(set, req, rs[0].Bindings)
+	return e.assemble(set, q.bindings, req, rs[0].Bindings)
 }
 
 func validateRequest(req *Request) error {
@@ -154,7 +160,7 @@ func validateRequest(req *Request) error {
 }
 
 // assemble applies enforcement and exemptions to the raw policy results.
-func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decision, error) {
+func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Request, b rego.Vars) (*Decision, error) {
 	d := &Decision{Allowed: true, Governed: true, PolicySetVersion: set.version}
 	ns := req.TrainJob.Namespace
 	settings := func(policy string) (PolicySettings, bool) {
@@ -177,7 +183,7 @@ func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decisio
 	}
 
 	var changes []Change
-	for _, qb := range set.bindings {
+	for _, qb := range bindings {
 		results, ok := b[qb.name].([]any)
 		if !ok {
 			return nil, fmt.Errorf("policy %s: %s results are %T, want an array", qb.policy, qb.rule, b[qb.name])
@@ -206,7 +212,7 @@ func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decisio
 			add(qb.policy, field, msg, qb.rule == "warn")
 		}
 	}
-	for _, p := range req.View.Problems {
+	for _, p := range problemsOf(req) {
 		add(RenderPolicy, p.Field, fmt.Sprintf(
 			"the Trainer would create pods the apiserver rejects (%s), so the job would hang after admission; change the TrainJob or its runtime so the rendered pod templates are valid",
 			p.Error()), false)
@@ -229,6 +235,15 @@ func (e *Engine) assemble(set *compiledSet, req *Request, b rego.Vars) (*Decisio
 		return nil, err
 	}
 	return d, nil
+}
+
+// problemsOf returns the rendered-pods problems a pass reports: the validating
+// pass only (the mutating pass reports nothing).
+func problemsOf(req *Request) field.ErrorList {
+	if req.MutationOnly {
+		return nil
+	}
+	return req.View.Problems
 }
 
 // changeOf reads a mutate result: {"target", "field", "value"} plus

@@ -137,13 +137,17 @@ func TestEnforcementAndExemptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := decide(t, e, mpiRequest(tc.ns, tc.nodes))
+			m, err := e.Mutations(context.Background(), mpiRequest(tc.ns, tc.nodes))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if d.Allowed != tc.wantAllow {
 				t.Errorf("Allowed = %v, want %v", d.Allowed, tc.wantAllow)
 			}
 			if diff := cmp.Diff(tc.wantViols, d.Violations, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("violations (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantChange, d.Mutation.Changes, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.wantChange, m.Changes, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("mutations (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantDryRun, d.DryRunMutations, cmpopts.EquateEmpty()); diff != "" {
@@ -267,8 +271,11 @@ func TestMalformedPolicyResultsAreErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d, err := e.Decide(context.Background(), mpiRequest("a", 1)); err == nil {
+			if d, err := e.Decide(context.Background(), mpiRequest("a", 1)); err == nil && !strings.Contains(name, "mutation") {
 				t.Errorf("Decide = %+v, want an error (never a silent allow)", d)
+			}
+			if m, err := e.Mutations(context.Background(), mpiRequest("a", 1)); err == nil && strings.Contains(name, "mutation") {
+				t.Errorf("Mutations = %+v, want an error (never a half-applied mutation)", m)
 			}
 		})
 	}
@@ -310,7 +317,11 @@ func TestMutationApplyIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := decide(t, e, mpiRequest("a", 2))
+	mutation, err := e.Mutations(context.Background(), mpiRequest("a", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Decision{Mutation: *mutation}
 	kueue := trainer.RuntimePatch{Manager: "kueue.x-k8s.io/manager"}
 	tj := &trainer.TrainJob{Spec: trainer.TrainJobSpec{RuntimePatches: []trainer.RuntimePatch{kueue}}}
 	if !d.Mutation.Apply(tj) {

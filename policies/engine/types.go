@@ -98,7 +98,8 @@ type Decision struct {
 	Governed bool
 	// Violations lists every violation, sorted by policy, field and message.
 	Violations []Violation
-	// Mutation is what the mutating webhook applies (empty in dryrun).
+	// Mutation is what the mutating webhook applies: set by Mutations (a
+	// MutationOnly request) only; Decide evaluates validation rules.
 	Mutation Mutation
 	// DryRunMutations are the mutations of dryrun policies, logged only.
 	DryRunMutations  []Change

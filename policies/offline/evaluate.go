@@ -87,25 +87,22 @@ func (ev *Evaluator) decide(ctx context.Context, c *Cluster, tj *trainer.TrainJo
 	if req.View, err = ev.Renderer.Render(ctx, renderIn); err != nil {
 		return nil, err
 	}
+	m, err := ev.Engine.Mutations(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res.Mutations = m.Changes
+	if m.Apply(tj) {
+		if req.View, err = ev.Renderer.Render(ctx, renderIn); err != nil {
+			return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
+		}
+	}
+	// Validating pass over the (mutated) job, as the apiserver calls it.
 	d, err := ev.Engine.Decide(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	res.Governed = d.Governed
-	if !d.Governed {
-		res.Allowed = true
-		return req.View, nil
-	}
-	res.Mutations = d.Mutation.Changes
-	if d.Mutation.Apply(tj) {
-		// Validating pass over the mutated job, as the apiserver calls it.
-		if req.View, err = ev.Renderer.Render(ctx, renderIn); err != nil {
-			return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
-		}
-		if d, err = ev.Engine.Decide(ctx, req); err != nil {
-			return nil, err
-		}
-	}
 	res.Allowed = d.Allowed
 	res.Violations = d.Violations
 	return req.View, nil
