@@ -31,6 +31,9 @@ import (
 // FieldOwner is the single field manager the publisher writes with.
 const FieldOwner = "mpiguard-runtime-publisher"
 
+// conflictRetry is how soon a write that lost an optimistic-concurrency race is retried.
+const conflictRetry = 200 * time.Millisecond
+
 // Event reasons.
 const (
 	ReasonPublished     = "Published"
@@ -114,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := r.client.Get(ctx, req.NamespacedName, &live)
 	switch {
 	case apierrors.IsNotFound(err):
-		return r.apply(ctx, want, "deleted")
+		return r.apply(ctx, want, "", "deleted")
 	case err != nil:
 		return ctrl.Result{}, err
 	case live.DeletionTimestamp != nil:
@@ -134,19 +137,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	if !sameObject || live.Generation > mark.generation {
-		if err := r.replaceSpec(ctx, &live, want); err != nil {
+		updated, err := r.replaceSpec(ctx, &live, want)
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		if err != nil {
 			return r.failed(want, err)
 		}
+		cause := ""
 		if seen {
-			return r.apply(ctx, want, "edited")
+			cause = "edited"
 		}
+		return r.apply(ctx, want, updated.ResourceVersion, cause)
 	}
-	return r.apply(ctx, want, "")
+	return r.apply(ctx, want, live.ResourceVersion, "")
 }
 
 // replaceSpec overwrites the whole spec with an update, removing fields another
 // field manager added; server-side apply then takes back ownership of the rest.
-func (r *Reconciler) replaceSpec(ctx context.Context, live, want *trainer.ClusterTrainingRuntime) error {
+func (r *Reconciler) replaceSpec(ctx context.Context, live, want *trainer.ClusterTrainingRuntime) (*trainer.ClusterTrainingRuntime, error) {
 	updated := live.DeepCopy()
 	updated.Spec = *want.Spec.DeepCopy()
 	if updated.Labels == nil {
@@ -157,19 +166,27 @@ func (r *Reconciler) replaceSpec(ctx context.Context, live, want *trainer.Cluste
 		updated.Annotations = map[string]string{}
 	}
 	maps.Copy(updated.Annotations, want.Annotations)
-	return r.client.Update(ctx, updated, client.FieldOwner(FieldOwner))
+	return updated, r.client.Update(ctx, updated, client.FieldOwner(FieldOwner))
 }
 
 // apply server-side-applies want; cause is "deleted" or "edited" when this
-// write repairs someone else's change, "" otherwise.
-func (r *Reconciler) apply(ctx context.Context, want *trainer.ClusterTrainingRuntime, cause string) (ctrl.Result, error) {
+// write repairs someone else's change, "" otherwise. resourceVersion, when set,
+// makes the apply conditional on the object we last saw: a foreign write that
+// lands in between fails the apply with a conflict (and a retry) instead of being
+// recorded as ours.
+func (r *Reconciler) apply(ctx context.Context, want *trainer.ClusterTrainingRuntime, resourceVersion, cause string) (ctrl.Result, error) {
 	u, err := toUnstructured(want)
 	if err != nil {
 		return r.failed(want, err)
 	}
+	u.SetResourceVersion(resourceVersion)
 	// The apply response (written back into u) carries the generation we produced;
 	// the cache may not have it yet.
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if apierrors.IsConflict(err) {
+			// Someone wrote since we looked (or the cache lags): look again.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
 		return r.failed(want, err)
 	}
 	var live trainer.ClusterTrainingRuntime

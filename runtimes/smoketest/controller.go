@@ -59,10 +59,11 @@ func DefaultOptions() Options { return Options{Enabled: true, Poll: 10 * time.Se
 
 // Reconciler drives one RuntimeTest.
 type Reconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	poll     time.Duration
-	now      func() time.Time
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	poll      time.Duration
+	now       func() time.Time
 }
 
 // SetupWithManager registers the controller when opts.Enabled.
@@ -73,7 +74,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultOptions().Poll
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder("mpiguard-runtimetest"), poll: opts.Poll, now: time.Now}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder("mpiguard-runtimetest"), poll: opts.Poll, now: time.Now}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("runtimetest").
 		For(&api.RuntimeTest{}).
@@ -271,8 +272,15 @@ func (r *Reconciler) ensureTrainJob(ctx context.Context, rt *api.RuntimeTest, sp
 		return nil, err
 	}
 	if rt.Status.StartTime != nil {
-		// Created before, gone now: someone deleted it. Re-creating it would
-		// silently restart the clock, so that is the verdict.
+		// Created before and not in the cache: ask the apiserver, since the cache
+		// may simply not have seen our create yet.
+		if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: trainJobName(rt)}, &job); err == nil {
+			return &job, nil
+		} else if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		// Gone: someone deleted it. Re-creating it would silently restart the
+		// clock, so that is the verdict.
 		return nil, errTrainJobGone
 	}
 	numNodes := workers(rt)

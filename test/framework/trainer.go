@@ -10,7 +10,19 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	schedulerpluginsv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
+
+// SchedulerPluginsModule provides the coscheduling PodGroup CRD.
+const SchedulerPluginsModule = "sigs.k8s.io/scheduler-plugins"
+
+// SchedulerPluginsPodGroupCRD is the scheduler-plugins PodGroup CRD file from the
+// pinned module; pass it in Options.ExtraCRDDirs so the Trainer's coscheduling
+// plugin creates PodGroups for runtimes with podGroupPolicy.coscheduling.
+func SchedulerPluginsPodGroupCRD() (string, error) {
+	return moduleSubdir(SchedulerPluginsModule, "config/crd/bases/scheduling.x-k8s.io_podgroups.yaml")
+}
 
 // TrainerController registers the Kubeflow Trainer's own controllers (TrainJob,
 // TrainingRuntime, ClusterTrainingRuntime) from the pinned module on mgr, with the
@@ -24,6 +36,14 @@ import (
 // create them from the JobSet's templates and set their status themselves.
 // Gang-scheduling plugins stay idle unless their PodGroup CRDs are installed.
 func TrainerController(ctx context.Context, mgr ctrl.Manager) error {
+	// The gang-scheduling plugins watch PodGroups when their CRDs are installed
+	// (see SchedulerPluginsPodGroupCRD); the manager's client must know the types.
+	if err := schedulerpluginsv1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+		return err
+	}
+	if err := volcanov1beta1.AddToScheme(mgr.GetScheme()); err != nil {
+		return err
+	}
 	cfg := &configapi.Configuration{}
 	configapi.SetDefaults_Configuration(cfg)
 	runtimes, err := runtimecore.New(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), cfg)

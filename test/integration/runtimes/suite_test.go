@@ -9,12 +9,15 @@ import (
 	"testing"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
@@ -30,9 +33,23 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	components := app.DefaultOptions()
 	// Re-check running smoke tests every second so the timeout case ends quickly.
 	components.RuntimeTests.Poll = time.Second
+	// The coscheduling PodGroup CRD lets the Trainer's coscheduling plugin gang the
+	// curated -coscheduling variants for real.
+	podGroupCRD, err := framework.SchedulerPluginsPodGroupCRD()
+	Expect(err).NotTo(HaveOccurred())
 	env = framework.StartSuite(context.Background(), framework.Options{
-		Name:       "runtimes",
-		Components: &components,
-		Setup:      framework.TrainerController,
+		Name:         "runtimes",
+		Components:   &components,
+		ExtraCRDDirs: []string{podGroupCRD},
+		Setup:        framework.TrainerController,
 	})
+	// Specs use the curated runtimes; the publisher applies them asynchronously
+	// after the manager starts (its own spec checks the exact set).
+	all, err := catalog.Load()
+	Expect(err).NotTo(HaveOccurred())
+	for _, rt := range all {
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Name: rt.Name}, &trainer.ClusterTrainingRuntime{})
+		}, timeout, interval).Should(Succeed(), "curated runtime %s published", rt.Name)
+	}
 }, NodeTimeout(framework.SuiteStartTimeout))
