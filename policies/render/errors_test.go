@@ -100,7 +100,7 @@ func TestRenderErrors(t *testing.T) {
 				rt.Spec.MLPolicy.MPI.MPIImplementation = ptr.To(trainer.MPIImplementationMPICH)
 				return rt
 			}()},
-			wantErr: "the Trainer cannot apply runtime",
+			wantErr: `has spec.mlPolicy.mpi.mpiImplementation "MPICH", but Trainer v2.3.0 only builds OpenMPI launchers`,
 		},
 		"runtime patch for a replicated job the runtime lacks is ignored by the Trainer, not a crash": {
 			in: Input{TrainJob: defaulted(trainJob(numNodes(1), nodeSelectorPatch("x.io/m", map[string]string{"a": "b"}, "ghost"))),

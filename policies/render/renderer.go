@@ -120,6 +120,12 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	// with the JobSet the real Trainer controller creates.
 	info, err := rt.RuntimeInfo(trainJob, spec.Template, spec.MLPolicy, spec.PodGroupPolicy)
 	if err != nil {
+		if mpi := spec.MLPolicy; mpi != nil && mpi.MPI != nil && ptr.Deref(mpi.MPI.MPIImplementation, "") != trainer.MPIImplementationOpenMPI {
+			// The Trainer's message prints a pointer; say what is wrong instead.
+			return nil, fmt.Errorf("render: TrainJob %s: %s %q has spec.mlPolicy.mpi.mpiImplementation %q, but Trainer v2.3.0 only builds %s launchers and rejects it (%v); use mpiImplementation %s",
+				trainJob.Name, *trainJob.Spec.RuntimeRef.Kind, runtimeObj.GetName(), ptr.Deref(mpi.MPI.MPIImplementation, ""),
+				trainer.MPIImplementationOpenMPI, err, trainer.MPIImplementationOpenMPI)
+		}
 		return nil, fmt.Errorf("render: TrainJob %s: the Trainer cannot apply runtime %s %q: %w", trainJob.Name, *trainJob.Spec.RuntimeRef.Kind, runtimeObj.GetName(), err)
 	}
 	objects, err := r.framework.RunComponentBuilderPlugins(withRenderRequest(ctx, &renderRequest{runtime: runtimeObj}), info, trainJob)
