@@ -37,3 +37,34 @@ func BenchmarkRender64Workers(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRender64WorkersWithPatch is BenchmarkRender64Workers with the kind of
+// runtime patch mpiguard's admission adds (node selector and pod labels on the
+// Launcher and Workers): the Trainer applies it with a strategic merge patch.
+// Reproduce: go test ./policies/render -run '^$' -bench BenchmarkRender64WorkersWithPatch -benchmem
+func BenchmarkRender64WorkersWithPatch(b *testing.B) {
+	r := renderer(b)
+	rt := mpiRuntime(ancestorOn("node"),
+		containerResources("node", rl("cpu=16", "memory=64Gi"), rl("memory=64Gi")),
+		containerResources("launcher", rl("cpu=1", "memory=2Gi"), rl("cpu=1", "memory=2Gi")))
+	tj := trainJob(numNodes(64), resourcesPerNode(nil, rl("nvidia.com/gpu=8", "cpu=32")),
+		nodeSelectorPatch("mpiguard.io/admission", map[string]string{"topology.kubernetes.io/region": "eu-west-1"}, "node", "launcher"))
+	if err := ApplyDefaults(rt, tj); err != nil {
+		b.Fatal(err)
+	}
+	in := Input{TrainJob: tj, Runtime: rt}
+	ctx := context.Background()
+	view, err := r.Render(ctx, in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if view.Workers.PodTemplate.Spec.NodeSelector["topology.kubernetes.io/region"] != "eu-west-1" {
+		b.Fatal("patch not applied")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Render(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
