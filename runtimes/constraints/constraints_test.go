@@ -127,3 +127,33 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestPolicyInput(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		want        map[string]any
+	}{
+		"unconstrained": {want: map[string]any{"errors": []any{}}},
+		"all, plus a malformed one": {
+			annotations: map[string]string{
+				AnnotationMaxWorkers:         "8",
+				AnnotationMaxGPUsPerWorker:   "many",
+				AnnotationRequiredNodeLabels: "pool=gpu",
+				AnnotationAllowedNamespaces:  "ml-*",
+			},
+			want: map[string]any{
+				"maxWorkers":         int64(8),
+				"requiredNodeLabels": map[string]any{"pool": "gpu"},
+				"allowedNamespaces":  []any{"ml-*"},
+				"errors":             []any{`metadata.annotations[mpiguard.io/max-gpus-per-worker]: Invalid value: "many": must be a whole number of GPUs, 0 or more (e.g. "4"; "0" forbids GPUs)`},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, PolicyInput(tc.annotations)); diff != "" {
+				t.Errorf("PolicyInput (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
