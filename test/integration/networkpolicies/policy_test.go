@@ -15,82 +15,12 @@ import (
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
-// The exact specs the controller must write for a job named %[1]s, spelled out
-// here (not built with the controller's code) and matching docs/networkpolicies.md.
-const (
-	jobIsolatedYAML = `
-podSelector:
-  matchLabels:
-    jobset.sigs.k8s.io/jobset-name: %[1]s
-policyTypes: [Ingress, Egress]
-ingress:
-- from:
-  - podSelector:
-      matchLabels:
-        jobset.sigs.k8s.io/jobset-name: %[1]s
-egress:
-- to:
-  - podSelector:
-      matchLabels:
-        jobset.sigs.k8s.io/jobset-name: %[1]s
-- to:
-  - namespaceSelector:
-      matchLabels:
-        kubernetes.io/metadata.name: kube-system
-    podSelector:
-      matchLabels:
-        k8s-app: kube-dns
-  ports:
-  - {protocol: UDP, port: 53}
-  - {protocol: TCP, port: 53}
-`
-	// restrictedYAML takes the job name, the sshd port and the worker range.
-	restrictedYAML = `
-podSelector:
-  matchLabels:
-    jobset.sigs.k8s.io/jobset-name: %[1]s
-policyTypes: [Ingress, Egress]
-ingress:
-- from:
-  - podSelector:
-      matchLabels:
-        jobset.sigs.k8s.io/jobset-name: %[1]s
-        jobset.sigs.k8s.io/replicatedjob-name: launcher
-  ports:
-  - {protocol: TCP, port: %[2]d}
-- from:
-  - podSelector:
-      matchLabels:
-        jobset.sigs.k8s.io/jobset-name: %[1]s
-  ports:
-  - {protocol: TCP, port: %[3]d, endPort: %[4]d}
-egress:
-- to:
-  - podSelector:
-      matchLabels:
-        jobset.sigs.k8s.io/jobset-name: %[1]s
-  ports:
-  - {protocol: TCP, port: %[2]d}
-  - {protocol: TCP, port: %[3]d, endPort: %[4]d}
-- to:
-  - namespaceSelector:
-      matchLabels:
-        kubernetes.io/metadata.name: kube-system
-    podSelector:
-      matchLabels:
-        k8s-app: kube-dns
-  ports:
-  - {protocol: UDP, port: 53}
-  - {protocol: TCP, port: 53}
-`
-)
-
 func jobIsolated(job string) networkingv1.NetworkPolicySpec {
-	return fixtures.NetworkPolicySpecYAML(fmt.Sprintf(jobIsolatedYAML, job))
+	return fixtures.JobIsolatedNetworkPolicySpec(job)
 }
 
 func restricted(job string, ssh, from, to int) networkingv1.NetworkPolicySpec {
-	return fixtures.NetworkPolicySpecYAML(fmt.Sprintf(restrictedYAML, job, ssh, from, to))
+	return fixtures.RestrictedNetworkPolicySpec(job, ssh, from, to)
 }
 
 // expectPolicy waits for the job's policy to have exactly spec and template and
@@ -297,11 +227,7 @@ egress:
 		rt.Annotations = map[string]string{"mpiguard.io/network-policy": "restricted", "mpiguard.io/network-policy-worker-ports": "41000"}
 		Expect(env.Client.Patch(ctx, rt, patch)).To(Succeed())
 
-		spec := restricted("rtswitch", 2222, 41000, 0)
-		for _, ports := range [][]networkingv1.NetworkPolicyPort{spec.Ingress[1].Ports, spec.Egress[0].Ports[1:]} {
-			ports[0].EndPort = nil // a single port carries no endPort
-		}
-		expectPolicy(ctx, job, "restricted", spec)
+		expectPolicy(ctx, job, "restricted", restricted("rtswitch", 2222, 41000, 0)) // single port: no endPort
 	})
 
 	It("never takes over a NetworkPolicy of the same name that someone else wrote", func(ctx context.Context) {
