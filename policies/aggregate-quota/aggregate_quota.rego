@@ -14,7 +14,7 @@ import data.mpiguard.lib
 # admits by flipping spec.suspend). A job created suspended is checked at resume.
 checked if {
 	lib.is_create
-	not lib.suspended(input.trainJob)
+	not lib.suspended
 }
 
 checked if lib.resumed
@@ -25,7 +25,7 @@ deny contains lib.violation("spec.trainer", msg) if {
 	some res, demand in quota.demand
 	demand.milli > 0
 	hard := quota.hard[res].milli
-	free := (hard - lib.milli(quota.used, res)) - lib.milli(quota.reserved, res)
+	free := (hard - object.get(quota.used, [res, "milli"], 0)) - object.get(quota.reserved, [res, "milli"], 0)
 	demand.milli > free
 	msg := lib.msg_quota_exceeded(demand, breakdown(demand), quota.name, hard, free, fixes(demand, free))
 }

@@ -31,29 +31,32 @@ deny contains lib.violation("metadata.namespace", lib.msg_unknown_zone(input.nam
 	not params.zones[zone]
 }
 
-deny contains lib.violation("spec.runtimePatches", lib.msg_not_restricted(rj, zone, node_label, allowed, why)) if {
+deny contains lib.violation("spec.runtimePatches", lib.msg_not_restricted(rj.role, rj.name, zone, node_label, allowed, why)) if {
 	lib.mpi_job
 	count(allowed) > 0
 	some rj in input.job.replicatedJobs
-	some why in problems(rj)
+	some why in problems(rj.nodeSelector, rj.requiredNodeSelectorTerms)
 }
 
-# problems lists why a replicated job's pods may leave the zone: a selector or
-# affinity naming another value, or (only when there is none) no restriction.
-problems(rj) := outside if {
-	outside := selector_outside(rj) | terms_outside(rj)
+# problems lists why pods with this node selector and these required node
+# selector terms may leave the zone: a selector or affinity naming another
+# value, or (only when there is none) no restriction at all. The arguments
+# are the small parts of a replicated job, never the whole job: Rego copies
+# what it passes to a function.
+problems(selector, terms) := outside if {
+	outside := selector_outside(selector) | terms_outside(terms)
 	count(outside) > 0
 } else := {sprintf("no nodeSelector or required node affinity restricts %s", [node_label])} if {
-	not restricted(rj)
+	not restricted(selector, terms)
 } else := set()
 
-selector_outside(rj) := {sprintf("nodeSelector %s=%s is outside the zone", [node_label, v]) |
-	v := rj.nodeSelector[node_label]
+selector_outside(selector) := {sprintf("nodeSelector %s=%s is outside the zone", [node_label, v]) |
+	v := selector[node_label]
 	not v in allowed
 }
 
-terms_outside(rj) := {sprintf("required node affinity allows %s=%s", [node_label, v]) |
-	some term in terms(rj)
+terms_outside(terms) := {sprintf("required node affinity allows %s=%s", [node_label, v]) |
+	some term in terms
 	some expr in object.get(term, "matchExpressions", [])
 	expr.key == node_label
 	expr.operator == "In"
@@ -61,14 +64,12 @@ terms_outside(rj) := {sprintf("required node affinity allows %s=%s", [node_label
 	not v in allowed
 }
 
-terms(rj) := object.get(rj, "requiredNodeSelectorTerms", [])
-
-restricted(rj) if rj.nodeSelector[node_label] in allowed
+restricted(selector, _) if selector[node_label] in allowed
 
 # Terms are ORed: every term must restrict the label for the pod to be restricted.
-restricted(rj) if {
-	count(terms(rj)) > 0
-	every term in terms(rj) {
+restricted(_, terms) if {
+	count(terms) > 0
+	every term in terms {
 		term_restricted(term)
 	}
 }
@@ -95,7 +96,7 @@ mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "sp
 # With several allowed values a node selector cannot express the zone, so the
 # zone expression is ANDed into every required term (kept idempotent: a term
 # already holding it is left alone).
-mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": terms_field, "value": with_zone(terms(rj))} if {
+mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": terms_field, "value": with_zone(rj.requiredNodeSelectorTerms)} if {
 	lib.mpi_job
 	count(allowed) > 1
 	lib.is_create

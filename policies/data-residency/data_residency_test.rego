@@ -14,9 +14,12 @@ job_input(op, pods, values) := {
 	"parameters": params(values),
 }
 
-launcher(extra) := object.union({"name": "launcher", "role": "launcher", "pods": 1}, extra)
+# Go always sets nodeSelector and requiredNodeSelectorTerms (maybe empty).
+placement := {"nodeSelector": {}, "requiredNodeSelectorTerms": []}
 
-worker(extra) := object.union({"name": "node", "role": "worker", "pods": 2}, extra)
+launcher(extra) := object.union(object.union({"name": "launcher", "role": "launcher", "pods": 1}, placement), extra)
+
+worker(extra) := object.union(object.union({"name": "node", "role": "worker", "pods": 2}, placement), extra)
 
 in_eu := {"nodeSelector": {"topology.kubernetes.io/region": "eu-west-1"}}
 

@@ -94,9 +94,7 @@ func trainJobTerm(tj *trainer.TrainJob) *ast.Term {
 		item(kSuspend, ast.BooleanTerm(tj.Spec.Suspend != nil && *tj.Spec.Suspend)),
 		item(kEnv, envTerm(tj)),
 	)
-	if tj.Spec.ActiveDeadlineSeconds > 0 {
-		items = append(items, item(kActiveDeadlineSeconds, intTerm(tj.Spec.ActiveDeadlineSeconds)))
-	}
+	items = append(items, item(kActiveDeadlineSeconds, intTerm(tj.Spec.ActiveDeadlineSeconds)))
 	if t := tj.Spec.Trainer; t != nil {
 		if t.NumNodes != nil {
 			items = append(items, item(kNumNodes, intTerm(*t.NumNodes)))

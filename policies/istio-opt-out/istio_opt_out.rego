@@ -34,6 +34,6 @@ deny contains lib.violation("spec.runtimePatches", lib.msg_istio_opt_in(rj, wher
 	some rj in input.job.replicatedJobs
 	some where in ["labels", "annotations"]
 	some key, values in params.optIn
-	value := object.get(rj, where, {})[key]
+	value := rj[where][key]
 	value in values
 }

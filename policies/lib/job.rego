@@ -9,15 +9,18 @@ is_create if input.request.operation == "CREATE"
 
 is_update if input.request.operation == "UPDATE"
 
-# suspended says whether the TrainJob (or its old version) is suspended.
-suspended(tj) if tj.suspend == true
+# suspended and was_suspended say whether the TrainJob (and its stored
+# version, on UPDATE) is suspended.
+suspended if input.trainJob.suspend == true
+
+was_suspended if input.oldTrainJob.suspend == true
 
 # resumed is true for an UPDATE that flips spec.suspend from true to false:
 # Kueue admits a workload this way, so the job is checked again as if new.
 resumed if {
 	is_update
-	suspended(input.oldTrainJob)
-	not suspended(input.trainJob)
+	was_suspended
+	not suspended
 }
 
 # role_label names a replicated job in messages: "launcher", "workers" or its own name.
@@ -52,8 +55,12 @@ per_worker_label(res) := sprintf("%s per worker", [res]) if {
 # mpi_job says whether the job is governed at all (the engine also skips non-MPI jobs).
 mpi_job if input.job.mpi == true
 
-# params returns a policy's parameters merged over its defaults.
-params(policy, defaults) := object.union(defaults, object.get(input, ["parameters", policy], {}))
+# params returns a policy's parameters merged over its defaults. (It reads
+# input.parameters[policy] by reference: passing input itself to a builtin
+# would copy the whole input document.)
+params(policy, defaults) := object.union(defaults, p) if {
+	p := input.parameters[policy]
+} else := defaults
 
 # sorted_join joins a set of strings in sorted order.
 sorted_join(xs, sep) := concat(sep, sort([x | some x in xs]))

@@ -85,9 +85,9 @@ msg_unknown_zone(ns, label, zone) := sprintf(
 	[ns, label, zone, zone],
 )
 
-msg_not_restricted(rj, zone, node_label, allowed, why) := sprintf(
+msg_not_restricted(role, name, zone, node_label, allowed, why) := sprintf(
 	"pods of %s may run outside data residency zone %q: %s; restrict them to %s in {%s} (remove selectors and required affinity for other values)",
-	[role_label(rj), zone, why, node_label, concat(", ", allowed)],
+	[role_label({"role": role, "name": name}), zone, why, node_label, concat(", ", allowed)],
 )
 
 # istio-opt-out

@@ -33,7 +33,8 @@ limit_source := sprintf("namespace %q (annotation %s)", [ns.name, params.namespa
 
 else := "the cluster"
 
-deadline := object.get(input.trainJob, "activeDeadlineSeconds", 0)
+# deadline is spec.activeDeadlineSeconds, 0 when unset.
+deadline := input.trainJob.activeDeadlineSeconds
 
 default_seconds := min([round(params.defaultHours * 3600), limit_seconds])
 

@@ -46,7 +46,7 @@ deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_over_gp
 
 deny contains lib.violation(env.field, lib.msg_reserved_env(env.name, env.field)) if {
 	lib.mpi_job
-	some env in object.get(input.trainJob, "env", [])
+	some env in input.trainJob.env
 	env.name in params.reservedEnv
 }
 
