@@ -107,9 +107,13 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			rtName := "fid-" + ns
 
 			By("creating the namespace's LimitRanges, the RuntimeClasses, the runtime and the TrainJob")
+			// Keep the objects as written (Create overwrites them with the stored,
+			// defaulted objects) to check ApplyDefaults against the apiserver.
+			var offline render.Input
 			for _, lr := range p.limitRanges {
 				lr = lr.DeepCopy()
 				lr.Namespace = ns
+				offline.LimitRanges = append(offline.LimitRanges, *lr.DeepCopy())
 				Expect(env.Client.Create(ctx, lr)).To(Succeed())
 			}
 			for _, rc := range p.runtimeClasses {
@@ -121,9 +125,12 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			if tr, ok := rt.(*trainer.TrainingRuntime); ok {
 				tr.Namespace = ns
 			}
+			offline.Runtime = rt.DeepCopyObject().(client.Object)
 			Expect(env.Client.Create(ctx, rt)).To(Succeed())
 			DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, rt))).To(Succeed()) })
-			Expect(env.Client.Create(ctx, p.trainJob(ns, rt.GetName()))).To(Succeed())
+			tj := p.trainJob(ns, rt.GetName())
+			offline.TrainJob = tj.DeepCopy()
+			Expect(env.Client.Create(ctx, tj)).To(Succeed())
 
 			By("reading back the JobSet and hostfile the Trainer created")
 			js := &jobsetv1alpha2.JobSet{}
@@ -148,6 +155,28 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			in.RuntimeClasses = rcs.Items
 			view, err := renderer.Render(ctx, in)
 			Expect(err).NotTo(HaveOccurred())
+
+			By("defaulting the objects as written, as mpiguard check does, and rendering them")
+			Expect(render.ApplyDefaults(offline.TrainJob, offline.Runtime)).To(Succeed())
+			for i := range offline.LimitRanges {
+				Expect(render.ApplyDefaults(&offline.LimitRanges[i])).To(Succeed())
+			}
+			Expect(cmp.Diff(in.TrainJob.Spec, offline.TrainJob.Spec, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+				"TrainJob spec (-apiserver +ApplyDefaults)")
+			Expect(cmp.Diff(runtimeSpec(in.Runtime), runtimeSpec(offline.Runtime), quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+				"runtime spec (-apiserver +ApplyDefaults)")
+			Expect(lrs.Items).To(HaveLen(len(offline.LimitRanges)))
+			for _, stored := range lrs.Items {
+				idx := slices.IndexFunc(offline.LimitRanges, func(lr corev1.LimitRange) bool { return lr.Name == stored.Name })
+				Expect(idx).NotTo(Equal(-1), "LimitRange %s", stored.Name)
+				Expect(cmp.Diff(stored.Spec, offline.LimitRanges[idx].Spec, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+					"LimitRange %s spec (-apiserver +ApplyDefaults)", stored.Name)
+			}
+			offline.RuntimeClasses = in.RuntimeClasses
+			offlineView, err := renderer.Render(ctx, offline)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cmp.Diff(view, offlineView, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+				"JobView from the stored objects (-) and from the objects as written (+)")
 
 			By("comparing replicated jobs, pod counts and pod templates with the JobSet")
 			Expect(view.ReplicatedJobs).To(HaveLen(len(js.Spec.ReplicatedJobs)))
@@ -316,6 +345,16 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 		}),
 	)
 })
+
+func runtimeSpec(obj client.Object) *trainer.TrainingRuntimeSpec {
+	switch rt := obj.(type) {
+	case *trainer.ClusterTrainingRuntime:
+		return &rt.Spec
+	case *trainer.TrainingRuntime:
+		return &rt.Spec
+	}
+	return nil
+}
 
 func nonEmptyLines(s string) []string {
 	out := []string{}
