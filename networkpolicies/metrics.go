@@ -26,10 +26,11 @@ var (
 		Help: "NetworkPolicies written for MPI TrainJobs, by action: created, updated, repaired (restored after a deletion or edit by someone else), deleted.",
 	}, []string{"action"})
 
-	// PolicySkipped counts reconciles that left a job without the policy it should have.
+	// PolicySkipped counts reconciles that left an MPI job without the policy it
+	// should have; a job stuck in conflict adds one per reconcile.
 	PolicySkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mpiguard_networkpolicy_skipped_total",
-		Help: "MPI TrainJobs whose NetworkPolicy could not be written, by reason: conflict (name taken by a policy mpiguard does not own), runtime_not_found.",
+		Help: "Reconciles that left a TrainJob without the NetworkPolicy it should have, by reason: conflict (name taken by a policy mpiguard does not own), runtime_not_found (cannot tell whether the job is MPI).",
 	}, []string{"reason"})
 )
 
