@@ -3,10 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
@@ -26,7 +32,7 @@ func runDemo(ctx context.Context, env *framework.Env) error {
 var demoSteps = []func(context.Context, *framework.Env) error{
 	showRuntimes,
 	showAdmission,
-	showNetworkPolicies,
+	showNetworkPolicy,
 }
 
 // showRuntimes lists the ClusterTrainingRuntimes once the publisher has applied them.
@@ -42,33 +48,122 @@ func showRuntimes(ctx context.Context, env *framework.Env) error {
 		seen = len(list.Items)
 		return done, nil
 	})
-	say("curated ClusterTrainingRuntimes published: %d", len(list.Items))
+	say("curated ClusterTrainingRuntimes published by mpiguard: %d", len(list.Items))
 	for _, rt := range list.Items {
 		fmt.Printf("    %-40s %s\n", rt.Name, rt.Labels["mpiguard.io/mpi-implementation"])
 	}
 	return nil
 }
 
-// showAdmission submits sample TrainJobs and prints each decision.
+// demoRuntime is the sample runtime: OpenMPI, Workers with 4 GPUs each.
+const demoRuntime = "demo-openmpi-4gpu"
+
+// showAdmission creates sample namespaces, a quota and a runtime, submits
+// sample TrainJobs through the apiserver and prints each decision.
 func showAdmission(ctx context.Context, env *framework.Env) error {
-	ns, err := env.NewNamespace(ctx, map[string]string{"mpiguard.io/demo": "true"})
-	if err != nil {
+	teamA := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+	teamEU := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-eu", Labels: map[string]string{"mpiguard.io/data-residency": "eu"}}}
+	rt := fixtures.MPIRuntime(demoRuntime).
+		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
+		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).
+		Cluster()
+	torch := fixtures.TorchRuntime("demo-torch").Cluster()
+	for _, obj := range []client.Object{teamA, teamEU, rt, torch} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	quota := fixtures.ResourceQuota("team-a", "team-a", "requests.nvidia.com/gpu", "16", "requests.cpu", "64")
+	if err := env.Client.Create(ctx, quota); err != nil {
 		return err
 	}
-	rt := fixtures.MPIRuntime("demo-openmpi").SlotsPerWorker(2).Cluster()
-	if err := env.Client.Create(ctx, rt); err != nil {
+	// Play the quota controller (the local control plane runs none).
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: fixtures.ResourceList("requests.nvidia.com/gpu", "0", "requests.cpu", "0")}
+	if err := env.Client.Status().Update(ctx, quota); err != nil {
 		return err
 	}
-	say("submitting sample MPI TrainJobs to namespace %s", ns.Name)
-	for _, job := range []*trainer.TrainJob{
-		fixtures.TrainJob(ns.Name, "two-workers", rt.Name).NumNodes(2).Obj(),
-		fixtures.TrainJob(ns.Name, "no-workers", rt.Name).NumNodes(0).Obj(),
+	time.Sleep(time.Second) // let mpiguard's cache see the quota's status
+
+	say("sample objects: namespace team-a (ResourceQuota: 16 GPUs, 64 CPUs), namespace team-eu (data residency eu),")
+	say("                runtime %s (1 Launcher + Workers with 4 GPUs each), runtime demo-torch (not MPI)", demoRuntime)
+	say("submitting sample TrainJobs; each decision as the apiserver returns it:")
+	for _, s := range []struct {
+		what string
+		job  *trainer.TrainJob
+	}{
+		{"2 Workers x 4 GPUs, fits the quota", fixtures.TrainJob("team-a", "resnet-2x4", demoRuntime).NumNodes(2).Obj()},
+		{"3 more Workers x 4 GPUs: the whole job no longer fits", fixtures.TrainJob("team-a", "bert-3x4", demoRuntime).NumNodes(3).Obj()},
+		{"2 Slots per worker on 4-GPU Workers", fixtures.TrainJob("team-a", "half-slots", demoRuntime).NumNodes(1).NumProcPerNode(2).Obj()},
+		{"asks to run for 30 days", fixtures.TrainJob("team-a", "forever", demoRuntime).NumNodes(1).ActiveDeadlineSeconds(30 * 24 * 3600).Obj()},
+		{"in a namespace bound to the eu zone", fixtures.TrainJob("team-eu", "eu-train", demoRuntime).NumNodes(1).Obj()},
+		{"pins its Workers to us-east-1 from the eu namespace", fixtures.TrainJob("team-eu", "us-pinned", demoRuntime).NumNodes(1).RuntimePatch(regionPatch("us-east-1")).Obj()},
+		{"a non-MPI TrainJob", fixtures.TrainJob("team-a", "torch-job", "demo-torch").NumNodes(4).Obj()},
 	} {
-		if err := env.Client.Create(ctx, job); err != nil {
-			fmt.Printf("    DENIED  %s: %v\n", job.Name, err)
+		fmt.Printf("\n  %s/%s — %s\n", s.job.Namespace, s.job.Name, s.what)
+		if err := env.Client.Create(ctx, s.job); err != nil {
+			fmt.Printf("    DENIED\n%s\n", indent(strings.TrimPrefix(err.Error(), "admission webhook \"vtrainjob.mpiguard.io\" denied the request: "), "      "))
 			continue
 		}
-		fmt.Printf("    ALLOWED %s\n", job.Name)
+		fmt.Printf("    ALLOWED\n")
+		printMutations(ctx, env, s.job)
 	}
+	fmt.Println()
 	return nil
+}
+
+func printMutations(ctx context.Context, env *framework.Env, job *trainer.TrainJob) {
+	var stored trainer.TrainJob
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &stored); err != nil {
+		fmt.Printf("      (cannot read it back: %v)\n", err)
+		return
+	}
+	if stored.Spec.ActiveDeadlineSeconds != 0 && job.Spec.ActiveDeadlineSeconds == 0 {
+		fmt.Printf("      mutation: spec.activeDeadlineSeconds = %d (%d hours)\n", stored.Spec.ActiveDeadlineSeconds, stored.Spec.ActiveDeadlineSeconds/3600)
+	}
+	for _, p := range stored.Spec.RuntimePatches {
+		if p.Manager != "mpiguard.io/admission" {
+			continue
+		}
+		out, _ := yaml.Marshal(p.TrainingRuntimeSpec)
+		fmt.Printf("      mutation: spec.runtimePatches[manager=%s].trainingRuntimeSpec =\n%s", p.Manager, indent(string(out), "        "))
+	}
+}
+
+func regionPatch(region string) trainer.RuntimePatch {
+	return trainer.RuntimePatch{
+		Manager: "example.com/user",
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
+			Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{
+				Name: "node",
+				Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
+					Spec: &trainer.PodSpecPatch{NodeSelector: map[string]string{"topology.kubernetes.io/region": region}},
+				}}},
+			}}},
+		}},
+	}
+}
+
+// showNetworkPolicy prints the NetworkPolicy mpiguard created for a sample MPI TrainJob.
+func showNetworkPolicy(ctx context.Context, env *framework.Env) error {
+	var np networkingv1.NetworkPolicy
+	key := client.ObjectKey{Namespace: "team-a", Name: "resnet-2x4"}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		return env.Client.Get(ctx, key, &np) == nil, nil
+	})
+	if err != nil {
+		say("no NetworkPolicy for %s appeared within 15s", key)
+		return nil
+	}
+	np.ManagedFields = nil
+	out, _ := yaml.Marshal(np)
+	say("NetworkPolicy mpiguard created for MPI TrainJob %s:\n%s", key, indent(string(out), "    "))
+	return nil
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
