@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainerconstants "github.com/kubeflow/trainer/v2/pkg/constants"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -16,7 +18,7 @@ type runtimeInfo struct {
 	found bool
 	// mpi is true when the runtime has mlPolicy.mpi.
 	mpi bool
-	// source carries the runtime's annotations for resolveSettings.
+	// source carries the runtime's annotations and template sshd port for resolveSettings.
 	source annotated
 }
 
@@ -79,5 +81,46 @@ func lookupRuntime(ctx context.Context, c client.Reader, job *trainer.TrainJob) 
 	}
 	info.found = true
 	info.mpi = spec.MLPolicy != nil && spec.MLPolicy.MPI != nil
+	info.source.sshPort = templateSSHPort(&spec)
 	return info, nil
+}
+
+// templateSSHPort finds the port sshd listens on in the runtime's Worker pods: a
+// port named "ssh" or "sshd" of the Worker's "node" container, else the TCP port
+// its readiness probe checks (the Trainer's upstream MPI runtimes probe sshd on
+// 2222, and mpiguard's template webhook asks MPI runtimes for such a probe).
+// 0 when the template says neither.
+func templateSSHPort(spec *trainer.TrainingRuntimeSpec) int32 {
+	for _, rj := range spec.Template.Spec.ReplicatedJobs {
+		if rj.Name != workerReplicatedJob {
+			continue
+		}
+		for _, c := range rj.Template.Spec.Template.Spec.Containers {
+			if c.Name != trainerconstants.Node {
+				continue
+			}
+			for _, p := range c.Ports {
+				if (p.Name == "ssh" || p.Name == "sshd") && p.ContainerPort > 0 {
+					return p.ContainerPort
+				}
+			}
+			if c.ReadinessProbe == nil || c.ReadinessProbe.TCPSocket == nil {
+				return 0
+			}
+			port := c.ReadinessProbe.TCPSocket.Port
+			if port.Type == intstr.Int {
+				if port.IntVal < 1 || port.IntVal > 65535 {
+					return 0
+				}
+				return port.IntVal
+			}
+			for _, p := range c.Ports { // a named probe port
+				if p.Name == port.StrVal {
+					return p.ContainerPort
+				}
+			}
+			return 0
+		}
+	}
+	return 0
 }

@@ -37,6 +37,9 @@ type annotated struct {
 	// what names the object for messages, e.g. `Namespace "team-a"`.
 	what        string
 	annotations map[string]string
+	// sshPort is the sshd port the runtime's template shows (templateSSHPort);
+	// 0 for a Namespace or a template that shows none.
+	sshPort int32
 }
 
 func (a annotated) get(key string) (string, bool) {
@@ -51,7 +54,9 @@ func (a annotated) get(key string) (string, bool) {
 //     tenant is the namespace owner's (cluster admin's) decision; a runtime only
 //     says what its image needs where the namespace has no opinion.
 //   - sshd port and worker ports: runtime, then Namespace, then controller
-//     default. They describe what the runtime's image listens on.
+//     default. They describe what the runtime's image listens on. For the sshd
+//     port the runtime's annotation comes first, then the port its template
+//     shows (a port named ssh/sshd or the Worker's readiness probe).
 //   - extra egress: the union of controller flag, runtime and Namespace; every
 //     entry is an allow rule, so adding sources only adds destinations.
 //
@@ -86,11 +91,19 @@ func resolveSettings(opts Options, ns, rt annotated) (Settings, []error) {
 	for _, src := range []annotated{rt, ns} {
 		v, ok := src.get(AnnotationSSHPort)
 		if !ok {
+			if src.sshPort != 0 {
+				s.SSHPort = src.sshPort
+				break
+			}
 			continue
 		}
 		p, err := ParsePort(v)
 		if err != nil {
 			problems = append(problems, fmt.Errorf("%s annotation %s: %w; ignoring it", src.what, AnnotationSSHPort, err))
+			if src.sshPort != 0 {
+				s.SSHPort = src.sshPort
+				break
+			}
 			continue
 		}
 		s.SSHPort = p

@@ -133,6 +133,18 @@ func TestResolveSettings(t *testing.T) {
 					{CIDR: "192.168.1.0/24", Protocol: corev1.ProtocolTCP, Ports: PortRange{Start: 9000}},
 				}},
 		},
+		"the runtime template's sshd port beats the namespace's, the runtime annotation beats both": {
+			ns: ns(AnnotationSSHPort, "22"),
+			rt: annotated{what: `ClusterTrainingRuntime "mpi"`, sshPort: 2022},
+			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 2022,
+				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}},
+		},
+		"runtime sshd annotation over its template": {
+			ns: ns(),
+			rt: annotated{what: `ClusterTrainingRuntime "mpi"`, sshPort: 2022, annotations: labels(AnnotationSSHPort, "2200")},
+			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 2200,
+				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}},
+		},
 		"namespace ports apply where the runtime has none": {
 			ns: ns(AnnotationSSHPort, "22", AnnotationWorkerPorts, "40000"), rt: rt(),
 			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 22,

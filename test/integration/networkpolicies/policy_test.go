@@ -7,8 +7,10 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,6 +101,18 @@ var _ = Describe("the per-job NetworkPolicy", func() {
 		job := createJob(ctx, fixtures.TrainJob(ns, "local", rt.Name).NamespacedRuntime().Obj())
 
 		expectPolicy(ctx, job, "restricted", restricted("local", 2222, 50000, 50999))
+	})
+
+	It("is restricted on the sshd port the runtime's Worker readiness probe checks", func(ctx context.Context) {
+		b := fixtures.MPIRuntime("np-probe-"+ns).Annotation("mpiguard.io/network-policy", "restricted")
+		b.Container("node", "node").ReadinessProbe = &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(2022)}},
+		}
+		rt := b.Cluster()
+		createRuntime(ctx, rt)
+		job := createJob(ctx, fixtures.TrainJob(ns, "probe", rt.Name).Obj())
+
+		expectPolicy(ctx, job, "restricted", restricted("probe", 2022, 50000, 50999))
 	})
 
 	It("follows the namespace template over the runtime's, and adds the namespace's extra egress", func(ctx context.Context) {
