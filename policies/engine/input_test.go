@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// TestInputDocument pins the parts of the documented input schema that
+// policies rely on (docs/policies.md).
+func TestInputDocument(t *testing.T) {
+	req := mpiRequest("team-a", 2)
+	req.User, req.Groups = "alice", []string{"ml"}
+	req.TrainJob.Labels = map[string]string{"team": "a"}
+	req.TrainJob.Spec.Suspend = ptr.To(true)
+	req.TrainJob.Spec.Trainer = &trainer.Trainer{
+		NumNodes: ptr.To[int32](2),
+		Env:      []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}},
+	}
+	req.TrainJob.Spec.RuntimePatches = []trainer.RuntimePatch{{
+		Manager: "example.com/tool",
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{
+			ReplicatedJobs: []trainer.ReplicatedJobPatch{{Name: "launcher", Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{
+				Template: &trainer.PodTemplatePatch{Spec: &trainer.PodSpecPatch{Containers: []trainer.ContainerPatch{{
+					Name: "launcher", Env: []corev1.EnvVar{{Name: "OMPI_MCA_plm_rsh_args", Value: "-p 2222"}},
+				}}}},
+			}}}},
+		}}},
+	}}
+	req.View.ReplicatedJobs[1].PerPod = renderCharge("1500m")
+	req.View.Launcher, req.View.Workers = &req.View.ReplicatedJobs[0], &req.View.ReplicatedJobs[1]
+	req.Runtime = RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "openmpi", Labels: map[string]string{"tier": "gold"}}
+	set, err := DefaultPolicySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := compile(t.Context(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ast.JSON(buildInput(req, c.params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := doc.(map[string]any)
+	get := func(path ...string) any {
+		var v any = in
+		for _, p := range path {
+			v = v.(map[string]any)[p]
+		}
+		return v
+	}
+	checks := []struct {
+		path []string
+		want any
+	}{
+		{[]string{"request", "operation"}, "CREATE"},
+		{[]string{"request", "user"}, map[string]any{"username": "alice", "groups": []any{"ml"}}},
+		{[]string{"trainJob", "labels"}, map[string]any{"team": "a"}},
+		{[]string{"trainJob", "suspend"}, true},
+		{[]string{"trainJob", "activeDeadlineSeconds"}, jsonNumber(0)},
+		{[]string{"trainJob", "numNodes"}, jsonNumber(2)},
+		{[]string{"trainJob", "env"}, []any{
+			map[string]any{"field": "spec.trainer.env[0]", "name": "NCCL_DEBUG", "value": "INFO"},
+			map[string]any{"field": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[0]", "name": "OMPI_MCA_plm_rsh_args", "value": "-p 2222"},
+		}},
+		{[]string{"trainJob", "runtimePatchManagers"}, []any{"example.com/tool"}},
+		{[]string{"job", "workers", "perPod", "requests", "cpu"}, map[string]any{"value": mustJSON(t, "1.5"), "milli": jsonNumber(1500), "display": "1500m"}},
+		{[]string{"job", "workers", "nodeSelector"}, map[string]any{}},
+		{[]string{"job", "workers", "requiredNodeSelectorTerms"}, []any{}},
+		{[]string{"job", "launcher", "name"}, "launcher"},
+		{[]string{"namespace", "name"}, "team-a"},
+		{[]string{"runtime"}, map[string]any{"kind": "ClusterTrainingRuntime", "name": "openmpi", "labels": map[string]any{"tier": "gold"}, "annotations": map[string]any{}}},
+		{[]string{"parameters", "slots-gpus", "mode"}, "equal"},
+	}
+	for _, c := range checks {
+		if diff := cmp.Diff(c.want, get(c.path...)); diff != "" {
+			t.Errorf("input.%v (-want +got):\n%s", c.path, diff)
+		}
+	}
+	if _, ok := in["oldTrainJob"]; ok {
+		t.Error("oldTrainJob present on CREATE")
+	}
+}
+
+func renderCharge(cpu string) (c render.Charge) {
+	c.Pods = 1
+	c.Requests = corev1.ResourceList{"cpu": resource.MustParse(cpu)}
+	return c
+}
+
+func mustJSON(t *testing.T, number string) any {
+	t.Helper()
+	v, err := ast.JSON(ast.MustParseTerm(number).Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+func TestQuotaSelects(t *testing.T) {
+	withCPU := corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}}
+	bestEffort := corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}
+	terminating := corev1.PodSpec{ActiveDeadlineSeconds: ptr.To[int64](60), Containers: withCPU.Containers}
+	high := corev1.PodSpec{PriorityClassName: "high", Containers: withCPU.Containers}
+	crossNS := corev1.PodSpec{Containers: withCPU.Containers, Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone", Namespaces: []string{"other"}}},
+	}}}
+	priority := func(op corev1.ScopeSelectorOperator, values ...string) corev1.ResourceQuotaSpec {
+		return corev1.ResourceQuotaSpec{ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+			{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: op, Values: values},
+		}}}
+	}
+	scopes := func(s ...corev1.ResourceQuotaScope) corev1.ResourceQuotaSpec { return corev1.ResourceQuotaSpec{Scopes: s} }
+	cases := []struct {
+		name  string
+		quota corev1.ResourceQuotaSpec
+		pod   corev1.PodSpec
+		want  bool
+	}{
+		{"no scope selects everything", corev1.ResourceQuotaSpec{}, bestEffort, true},
+		{"Terminating selects a pod with a deadline", scopes(corev1.ResourceQuotaScopeTerminating), terminating, true},
+		{"Terminating skips a pod without one", scopes(corev1.ResourceQuotaScopeTerminating), withCPU, false},
+		{"NotTerminating", scopes(corev1.ResourceQuotaScopeNotTerminating), withCPU, true},
+		{"NotTerminating skips a pod with a deadline", scopes(corev1.ResourceQuotaScopeNotTerminating), terminating, false},
+		{"BestEffort", scopes(corev1.ResourceQuotaScopeBestEffort), bestEffort, true},
+		{"BestEffort skips a pod with requests", scopes(corev1.ResourceQuotaScopeBestEffort), withCPU, false},
+		{"NotBestEffort", scopes(corev1.ResourceQuotaScopeNotBestEffort), withCPU, true},
+		{"PriorityClass In", priority(corev1.ScopeSelectorOpIn, "high"), high, true},
+		{"PriorityClass In, other class", priority(corev1.ScopeSelectorOpIn, "low"), high, false},
+		{"PriorityClass NotIn", priority(corev1.ScopeSelectorOpNotIn, "low"), high, true},
+		{"PriorityClass Exists without a class", priority(corev1.ScopeSelectorOpExists), withCPU, false},
+		{"PriorityClass DoesNotExist", priority(corev1.ScopeSelectorOpDoesNotExist), withCPU, true},
+		{"PriorityClass scope in the list", scopes(corev1.ResourceQuotaScopePriorityClass), high, true},
+		{"CrossNamespacePodAffinity", scopes(corev1.ResourceQuotaScopeCrossNamespacePodAffinity), crossNS, true},
+		{"CrossNamespacePodAffinity skips same-namespace pods", scopes(corev1.ResourceQuotaScopeCrossNamespacePodAffinity), withCPU, false},
+		{"scopes are ANDed", scopes(corev1.ResourceQuotaScopeNotTerminating, corev1.ResourceQuotaScopeBestEffort), withCPU, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &corev1.ResourceQuota{Spec: tc.quota}
+			if got := quotaSelects(q, &tc.pod); got != tc.want {
+				t.Errorf("quotaSelects = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestQuotaDemandAndReservations checks the quota part of the input: the
+// pod evaluator's name mapping, scopes per replicated job, undeclared
+// resources, and reserved jobs summed per quota resource.
+func TestQuotaDemandAndReservations(t *testing.T) {
+	gpu := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n), "cpu": resource.MustParse("2"), "memory": resource.MustParse("1Gi")}
+	}
+	view := func(workers int32, workerClass string) *render.JobView {
+		return &render.JobView{MPI: true, ReplicatedJobs: []render.ReplicatedJobView{
+			{Name: "launcher", Role: render.RoleLauncher, Pods: 1, PerPod: render.Charge{Pods: 1,
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("500m")}, MissingLimits: []corev1.ResourceName{"memory"}}},
+			{Name: "node", Role: render.RoleWorker, Pods: workers,
+				PodTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{PriorityClassName: workerClass}},
+				PerPod:      render.Charge{Pods: 1, Requests: gpu("4"), Limits: gpu("4")}},
+		}}
+	}
+	quota := corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "high"},
+		Spec: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{
+				"requests.nvidia.com/gpu": resource.MustParse("16"), "cpu": resource.MustParse("10"), "limits.memory": resource.MustParse("8Gi"),
+				"pods": resource.MustParse("10"), "count/jobs.batch": resource.MustParse("5"),
+			},
+			ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+				{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}},
+			}},
+		},
+		Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}},
+	}
+	req := &Request{
+		View:   view(3, "high"),
+		Quotas: []corev1.ResourceQuota{quota},
+		Reserved: []Reservation{
+			{TrainJob: "a/selected", View: view(2, "high")},
+			{TrainJob: "a/other-class", View: view(5, "low")},
+		},
+	}
+	got, err := ast.JSON(quotasTerm(req).Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := got.([]any)[0].(map[string]any)
+	part := func(name, role string, pods, perPodMilli int, undeclared bool) map[string]any {
+		return map[string]any{"name": name, "role": role, "pods": jsonNumber(pods), "perPodMilli": jsonNumber(perPodMilli), "undeclared": undeclared}
+	}
+	want := map[string]any{
+		"requests.nvidia.com/gpu": map[string]any{"kind": "requests", "resource": "nvidia.com/gpu", "milli": jsonNumber(12000),
+			"parts": []any{part("node", "worker", 3, 4000, false)}},
+		"cpu": map[string]any{"kind": "requests", "resource": "cpu", "milli": jsonNumber(6000),
+			"parts": []any{part("node", "worker", 3, 2000, false)}},
+		"limits.memory": map[string]any{"kind": "limits", "resource": "memory", "milli": jsonNumber(3 * 1073741824000),
+			"parts": []any{part("node", "worker", 3, 1073741824000, false)}},
+		"pods": map[string]any{"kind": "pods", "resource": "", "milli": jsonNumber(3000),
+			"parts": []any{part("node", "worker", 3, 1000, false)}},
+	}
+	if diff := cmp.Diff(want, q["demand"]); diff != "" {
+		t.Errorf("demand (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{"node"}, q["roles"]); diff != "" {
+		t.Errorf("roles (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{"a/selected"}, q["reservedBy"]); diff != "" {
+		t.Errorf("reservedBy (-want +got):\n%s", diff)
+	}
+	reserved := map[string]string{}
+	for name, v := range q["reserved"].(map[string]any) {
+		reserved[name] = v.(map[string]any)["display"].(string)
+	}
+	if diff := cmp.Diff(map[string]string{"requests.nvidia.com/gpu": "8", "cpu": "4", "limits.memory": "2Gi", "pods": "2"}, reserved); diff != "" {
+		t.Errorf("reserved (-want +got):\n%s", diff)
+	}
+
+	// The launcher is selected by an unscoped quota, and its undeclared
+	// memory limit is flagged.
+	quota.Spec.ScopeSelector = nil
+	req.Quotas = []corev1.ResourceQuota{quota}
+	got, err = ast.JSON(quotasTerm(req).Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := got.([]any)[0].(map[string]any)["demand"].(map[string]any)["limits.memory"].(map[string]any)
+	if diff := cmp.Diff([]any{part("launcher", "launcher", 1, 0, true), part("node", "worker", 3, 1073741824000, false)}, mem["parts"]); diff != "" {
+		t.Errorf("limits.memory parts (-want +got):\n%s", diff)
+	}
+}
+
+func jsonNumber(n int) any {
+	v, _ := ast.JSON(ast.IntNumberTerm(n).Value)
+	return v
+}
