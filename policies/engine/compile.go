@@ -79,13 +79,13 @@ func prepare(ctx context.Context, c *ast.Compiler, include func(policy, rule str
 // compiledSet is a policy set ready to evaluate. It is immutable once built, so
 // decisions read it without locks while a reload swaps in the next one.
 type compiledSet struct {
-	version  string
+	version string
 	// validate evaluates deny and warn rules, and the mutate rules of dryrun
 	// policies (logged only); mutate evaluates the mutate rules of the others.
 	// Each webhook pass evaluates only what it needs.
 	validate, mutate preparedQuery
 	policies         []string
-	settings map[string]PolicySettings
+	settings         map[string]PolicySettings
 	// params is input.parameters, built once per set.
 	params *ast.Term
 }

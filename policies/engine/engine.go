@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/rego"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // RenderPolicy is the built-in policy that denies jobs whose rendered pods the

@@ -26,7 +26,9 @@ func TestQuotaSelects(t *testing.T) {
 			{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: op, Values: values},
 		}}}
 	}
-	scopes := func(s ...corev1.ResourceQuotaScope) corev1.ResourceQuotaSpec { return corev1.ResourceQuotaSpec{Scopes: s} }
+	scopes := func(s ...corev1.ResourceQuotaScope) corev1.ResourceQuotaSpec {
+		return corev1.ResourceQuotaSpec{Scopes: s}
+	}
 	cases := []struct {
 		name  string
 		quota corev1.ResourceQuotaSpec
