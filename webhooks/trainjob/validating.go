@@ -28,7 +28,9 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	if !ev.governed {
 		return admission.Allowed("")
 	}
-	ledgered := ev.startsPods()
+	// Only a job that starts pods in a namespace with quotas needs the ledger;
+	// elsewhere submits do not wait for each other.
+	ledgered := ev.startsPods() && len(ev.request.Quotas) > 0
 	if ledgered {
 		unlock := v.ledger.Lock(ev.job.Namespace)
 		defer unlock()

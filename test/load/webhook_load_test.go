@@ -1,0 +1,218 @@
+// Package load measures the TrainJob webhooks over their real TLS endpoint:
+// a real control plane and mpiguard manager (framework.Start), and a load
+// generator that POSTs AdmissionReviews straight to the webhook server, as the
+// apiserver does. It runs only as a benchmark (make bench), never in make test:
+//
+//	go test ./test/load -run '^$' -bench Webhook -benchtime 1x
+package load
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/framework"
+	"github.com/mpiguard/mpiguard/webhooks/trainjob"
+)
+
+const (
+	concurrency = 32
+	duration    = 10 * time.Second
+	namespaces  = 8
+)
+
+type scenario struct {
+	name string
+	path string
+	job  func(ns string) *trainer.TrainJob
+}
+
+func BenchmarkWebhookHTTPS(b *testing.B) {
+	ctx := context.Background()
+	env, err := framework.Start(ctx, framework.Options{Name: "load"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = env.Stop(false) }()
+
+	mpi := fixtures.MPIRuntime("load-mpi-4gpu").
+		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
+		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).Cluster()
+	torch := fixtures.TorchRuntime("load-torch").Cluster()
+	var nss []string
+	for _, obj := range []client.Object{mpi, torch} {
+		must(b, env.Client.Create(ctx, obj))
+	}
+	for range namespaces {
+		ns, err := env.NewNamespace(ctx, nil)
+		must(b, err)
+		// A quota the jobs fit, so every request takes the quota path (ledger, reservations).
+		q := fixtures.ResourceQuota(ns.Name, "gpus", "requests.nvidia.com/gpu", "100000")
+		must(b, env.Client.Create(ctx, q))
+		nss = append(nss, ns.Name)
+	}
+	time.Sleep(time.Second) // let mpiguard's cache catch up
+
+	scenarios := []scenario{
+		{"validate-mpi-64-workers", trainjob.ValidatePath, func(ns string) *trainer.TrainJob {
+			return fixtures.TrainJob(ns, "load", mpi.Name).NumNodes(64).ActiveDeadlineSeconds(86400).Obj()
+		}},
+		{"validate-mpi-4-workers", trainjob.ValidatePath, func(ns string) *trainer.TrainJob {
+			return fixtures.TrainJob(ns, "load", mpi.Name).NumNodes(4).ActiveDeadlineSeconds(86400).Obj()
+		}},
+		{"mutate-mpi-4-workers", trainjob.MutatePath, func(ns string) *trainer.TrainJob {
+			return fixtures.TrainJob(ns, "load", mpi.Name).NumNodes(4).ActiveDeadlineSeconds(86400).Obj()
+		}},
+		{"validate-non-mpi", trainjob.ValidatePath, func(ns string) *trainer.TrainJob {
+			return fixtures.TrainJob(ns, "load", torch.Name).NumNodes(4).Obj()
+		}},
+	}
+	httpClient := tlsClient(b, env)
+	wh := env.Testenv.WebhookInstallOptions
+	base := fmt.Sprintf("https://%s:%d", wh.LocalServingHost, wh.LocalServingPort)
+	for _, sc := range scenarios {
+		b.Run(sc.name, func(b *testing.B) {
+			bodies := make([][]byte, len(nss))
+			for i, ns := range nss {
+				bodies[i] = review(b, sc.job(ns))
+			}
+			for range b.N {
+				r := run(b, httpClient, base+sc.path, bodies)
+				b.ReportMetric(r.throughput, "reviews/s")
+				b.ReportMetric(float64(r.p50.Microseconds()), "p50-µs")
+				b.ReportMetric(float64(r.p99.Microseconds()), "p99-µs")
+				b.ReportMetric(float64(r.requests), "reviews")
+			}
+		})
+	}
+}
+
+type result struct {
+	requests   int
+	throughput float64
+	p50, p99   time.Duration
+}
+
+// run sends reviews from `concurrency` workers for `duration` and checks every
+// answer is a well-formed allowed AdmissionReview (a load test of errors
+// would measure nothing).
+func run(b *testing.B, c *http.Client, url string, bodies [][]byte) result {
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		failures  atomic.Int64
+		firstErr  atomic.Value
+	)
+	deadline := time.Now().Add(duration)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			for i := w; time.Now().Before(deadline); i++ {
+				t0 := time.Now()
+				err := post(c, url, bodies[i%len(bodies)])
+				local = append(local, time.Since(t0))
+				if err != nil {
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+			mu.Lock()
+			latencies = append(latencies, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if n := failures.Load(); n > 0 {
+		b.Fatalf("%d of %d reviews failed, first: %v", n, len(latencies), firstErr.Load())
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	return result{
+		requests:   len(latencies),
+		throughput: float64(len(latencies)) / elapsed.Seconds(),
+		p50:        latencies[len(latencies)/2],
+		p99:        latencies[len(latencies)*99/100],
+	}
+}
+
+func post(c *http.Client, url string, body []byte) error {
+	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("decoding the answer (HTTP %d): %w", resp.StatusCode, err)
+	}
+	if out.Response == nil || !out.Response.Allowed {
+		return fmt.Errorf("review not allowed: %+v", out.Response)
+	}
+	return nil
+}
+
+func review(b *testing.B, job *trainer.TrainJob) []byte {
+	raw, err := json.Marshal(job)
+	must(b, err)
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       types.UID("load"),
+			Kind:      metav1.GroupVersionKind{Group: trainer.GroupVersion.Group, Version: trainer.GroupVersion.Version, Kind: "TrainJob"},
+			Resource:  metav1.GroupVersionResource{Group: trainer.GroupVersion.Group, Version: trainer.GroupVersion.Version, Resource: "trainjobs"},
+			Name:      job.Name,
+			Namespace: job.Namespace,
+			Operation: admissionv1.Create,
+			UserInfo:  authenticationv1.UserInfo{Username: "load-generator"},
+			Object:    runtime.RawExtension{Raw: raw},
+		},
+	})
+	must(b, err)
+	return body
+}
+
+// tlsClient trusts the CA of envtest's webhook serving certificate, as the
+// apiserver does through the webhook configuration's caBundle.
+func tlsClient(b *testing.B, env *framework.Env) *http.Client {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(env.Testenv.WebhookInstallOptions.LocalServingCAData) {
+		b.Fatal("no CA for the webhook server")
+	}
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			MaxIdleConnsPerHost: concurrency,
+		},
+	}
+}
+
+func must(b *testing.B, err error) {
+	if err != nil {
+		b.Helper()
+		b.Fatal(err)
+	}
+}
+
