@@ -215,4 +215,3 @@ func must(b *testing.B, err error) {
 		b.Fatal(err)
 	}
 }
-
