@@ -101,8 +101,15 @@ test-integration: controlplane ## envtest integration suites against a real kube
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(INTEGRATION_PKGS) $(GINKGO_ARGS)
 
 .PHONY: bench
-bench: ## Go benchmarks (results go into docs/performance.md by hand, with this command).
+bench: bench-go bench-webhook ## All benchmarks: Go micro-benchmarks and the webhook load test (results: docs/performance.md).
+
+.PHONY: bench-go
+bench-go: ## Go micro-benchmarks (render, policy evaluation, ...).
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(UNIT_PKGS)
+
+.PHONY: bench-webhook
+bench-webhook: controlplane ## Load generator: AdmissionReviews/s and latency against the real TLS webhook endpoint.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -run '^$$' -bench Webhook -benchtime 1x -timeout 10m ./test/load
 
 .PHONY: bench-networkpolicies
 bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJobs -> NetworkPolicies on a real apiserver (and a baseline with the controller off); prints time to converge and memory.
