@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"strings"
 
@@ -135,6 +134,3 @@ func policyName(pkg string) (string, bool) {
 	}
 	return strings.ReplaceAll(rest, "_", "-"), true
 }
-
-// moduleDir is the folder of a module file (the policy folder in the layout).
-func moduleDir(file string) string { return path.Dir(file) }

@@ -117,7 +117,7 @@ func (c *Cluster) readFile(path string) error {
 	if err != nil {
 		return &InputError{Source: path, Err: err}
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only file: a close error changes nothing
 	return c.Read(path, f)
 }
 
