@@ -8,6 +8,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -85,6 +86,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// Every event on a policy we control (deletion, any edit) re-queues its job:
 		// this is what makes drift repair happen every time, not only once.
 		Owns(&networkingv1.NetworkPolicy{}).
+		// A policy that is not ours but has a job's name blocks that job (conflict);
+		// its deletion or hand-over must re-queue the job, and Owns() cannot see it.
+		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(jobOfSameName),
+			builder.WithPredicates(notControlledByTrainJob())).
 		Watches(&trainer.ClusterTrainingRuntime{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClusterRuntime),
 			builder.WithPredicates(runtimeChanged())).
 		Watches(&trainer.TrainingRuntime{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfRuntime),
@@ -119,6 +124,20 @@ func (r *Reconciler) jobRequests(ctx context.Context, opts ...client.ListOption)
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&jobs.Items[i])})
 	}
 	return reqs
+}
+
+// jobOfSameName maps a NetworkPolicy to the TrainJob it would belong to: the
+// policy of a job is named after it. A request for a job that does not exist
+// costs one cache miss.
+func jobOfSameName(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+}
+
+func notControlledByTrainJob() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		ref := metav1.GetControllerOf(o)
+		return ref == nil || ref.Kind != trainer.TrainJobKind
+	})
 }
 
 // runtimeChanged passes runtime events that can change a job's policy: creation

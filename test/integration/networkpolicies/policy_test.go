@@ -244,12 +244,12 @@ egress:
 		expectPolicy(ctx, job, "restricted", restricted("rtswitch", 2222, 41000, 0)) // single port: no endPort
 	})
 
-	It("never takes over a NetworkPolicy of the same name that someone else wrote", func(ctx context.Context) {
+	It("never takes over a NetworkPolicy of the same name that someone else wrote, and writes its own once that is gone", func(ctx context.Context) {
 		theirs := fixtures.HandWrittenNetworkPolicy(ns, "taken")
 		Expect(env.Client.Create(ctx, theirs)).To(Succeed())
 		rt := fixtures.MPIRuntime("np-conflict-" + ns).Cluster()
 		createRuntime(ctx, rt)
-		createJob(ctx, fixtures.TrainJob(ns, "taken", rt.Name).Obj())
+		job := createJob(ctx, fixtures.TrainJob(ns, "taken", rt.Name).Obj())
 
 		Eventually(eventNotes(ctx, ns, "taken", "NetworkPolicyConflict")).WithTimeout(timeout).Should(ContainElement(
 			ContainSubstring(fmt.Sprintf("NetworkPolicy %s/taken already exists and is not managed by mpiguard", ns))))
@@ -257,6 +257,10 @@ egress:
 		Expect(p.Spec).To(BeComparableTo(theirs.Spec))
 		Expect(p.Labels).To(Equal(map[string]string{"owner": "admin"}))
 		Expect(p.OwnerReferences).To(BeEmpty())
+
+		By("deleting their policy: the job gets its own")
+		Expect(env.Client.Delete(ctx, p)).To(Succeed())
+		expectPolicy(ctx, job, "job-isolated", jobIsolated("taken"))
 	})
 
 	It("warns on the job about a bad annotation and falls back to the default template", func(ctx context.Context) {
