@@ -3,6 +3,7 @@ package trainjob
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -82,6 +83,28 @@ func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evalua
 			Labels:      rt.GetLabels(),
 			Annotations: rt.GetAnnotations(),
 		},
+	}
+	return ev, nil
+}
+
+// governed runs evaluate for a webhook. It returns the evaluation of a
+// governed TrainJob, or the final response when there is nothing to decide:
+// an operation other than CREATE/UPDATE or a non-MPI TrainJob (allowed
+// untouched), or a TrainJob that cannot be evaluated (rejected with the
+// reason, never silently allowed).
+func (a *admitter) governed(ctx context.Context, req admission.Request) (*evaluation, *admission.Response) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		resp := admission.Allowed("")
+		return nil, &resp
+	}
+	ev, err := a.evaluate(ctx, req)
+	if err != nil {
+		resp := admission.Errored(http.StatusForbidden, err)
+		return nil, &resp
+	}
+	if !ev.governed {
+		resp := admission.Allowed("")
+		return nil, &resp
 	}
 	return ev, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -18,15 +17,9 @@ type Mutator struct{ *admitter }
 
 // Handle implements admission.Handler.
 func (m Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	ev, err := m.evaluate(ctx, req)
-	if err != nil {
-		return admission.Errored(http.StatusForbidden, err)
-	}
-	if !ev.governed {
-		return admission.Allowed("")
+	ev, done := m.governed(ctx, req)
+	if done != nil {
+		return *done
 	}
 	d, err := m.engine.Mutations(ctx, ev.request)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -16,17 +15,9 @@ type Validator struct{ *admitter }
 
 // Handle implements admission.Handler.
 func (v Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	ev, err := v.evaluate(ctx, req)
-	if err != nil {
-		// Never a silent allow: a TrainJob that cannot be evaluated is rejected
-		// with the reason.
-		return admission.Errored(http.StatusForbidden, err)
-	}
-	if !ev.governed {
-		return admission.Allowed("")
+	ev, done := v.governed(ctx, req)
+	if done != nil {
+		return *done
 	}
 	// Only a job that starts pods in a namespace with quotas needs the ledger;
 	// elsewhere submits do not wait for each other.
@@ -34,9 +25,11 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	if ledgered {
 		unlock := v.ledger.Lock(ev.job.Namespace)
 		defer unlock()
-		if ev.request.Reserved, err = v.ledger.Reserved(ctx, ev.job); err != nil {
+		reserved, err := v.ledger.Reserved(ctx, ev.job)
+		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
+		ev.request.Reserved = reserved
 	}
 	d, err := v.engine.Decide(ctx, ev.request)
 	if err != nil {
