@@ -46,7 +46,46 @@ var (
 
 func item(k *ast.Term, v *ast.Term) [2]*ast.Term { return [2]*ast.Term{k, v} }
 
-func intTerm[T ~int32 | ~int64 | ~int](n T) *ast.Term { return ast.IntNumberTerm(int(n)) }
+// Small values recur in every input; like the keys, they are shared
+// immutable terms instead of fresh allocations.
+var (
+	trueTerm, falseTerm = ast.BooleanTerm(true), ast.BooleanTerm(false)
+	smallInts           = func() (out [1025]*ast.Term) {
+		for i := range out {
+			out[i] = ast.IntNumberTerm(i)
+		}
+		return out
+	}()
+	sharedStrings = func() map[string]*ast.Term {
+		out := map[string]*ast.Term{}
+		for _, s := range []string{"launcher", "worker", "other", "requests", "limits", "pods", "node", "CREATE", "UPDATE", ""} {
+			out[s] = ast.StringTerm(s)
+		}
+		return out
+	}()
+)
+
+func intTerm[T ~int32 | ~int64 | ~int](n T) *ast.Term {
+	if n >= 0 && int64(n) < int64(len(smallInts)) {
+		return smallInts[n]
+	}
+	return ast.IntNumberTerm(int(n))
+}
+
+func boolTerm(b bool) *ast.Term {
+	if b {
+		return trueTerm
+	}
+	return falseTerm
+}
+
+// stringTerm shares the terms of common strings (roles, kinds, operations).
+func stringTerm(s string) *ast.Term {
+	if t, ok := sharedStrings[s]; ok {
+		return t
+	}
+	return ast.StringTerm(s)
+}
 
 // buildInput assembles the whole input document for one request.
 func buildInput(req *Request, params *ast.Term) ast.Value {
@@ -78,9 +117,9 @@ func requestTerm(req *Request) *ast.Term {
 		groups[i] = ast.StringTerm(g)
 	}
 	return ast.ObjectTerm(
-		item(kOperation, ast.StringTerm(string(req.Operation))),
+		item(kOperation, stringTerm(string(req.Operation))),
 		item(kUser, ast.ObjectTerm(item(kUsername, ast.StringTerm(req.User)), item(kGroups, ast.ArrayTerm(groups...)))),
-		item(kDryRun, ast.BooleanTerm(req.DryRun)),
+		item(kDryRun, boolTerm(req.DryRun)),
 	)
 }
 
@@ -91,7 +130,7 @@ func trainJobTerm(tj *trainer.TrainJob) *ast.Term {
 		item(kNamespace, ast.StringTerm(tj.Namespace)),
 		item(kLabels, stringMapTerm(tj.Labels)),
 		item(kAnnotations, stringMapTerm(tj.Annotations)),
-		item(kSuspend, ast.BooleanTerm(tj.Spec.Suspend != nil && *tj.Spec.Suspend)),
+		item(kSuspend, boolTerm(tj.Spec.Suspend != nil && *tj.Spec.Suspend)),
 		item(kEnv, envTerm(tj)),
 	)
 	items = append(items, item(kActiveDeadlineSeconds, intTerm(tj.Spec.ActiveDeadlineSeconds)))
@@ -180,9 +219,9 @@ func jobTerm(v *render.JobView) *ast.Term {
 	}
 	items := make([][2]*ast.Term, 0, 12)
 	items = append(items,
-		item(kMPI, ast.BooleanTerm(v.MPI)),
+		item(kMPI, boolTerm(v.MPI)),
 		item(kMPIImplementation, ast.StringTerm(v.MPIImplementation)),
-		item(kRunLauncherAsNode, ast.BooleanTerm(v.RunLauncherAsNode)),
+		item(kRunLauncherAsNode, boolTerm(v.RunLauncherAsNode)),
 		item(kNumNodes, intTerm(v.NumNodes)),
 		item(kSlotsPerWorker, intTerm(v.SlotsPerWorker)),
 		item(kGPUsPerWorker, intTerm(v.GPUsPerWorker)),
@@ -203,12 +242,12 @@ func roleTerm(rj *render.ReplicatedJobView) *ast.Term {
 	spec := &rj.PodTemplate.Spec
 	items := make([][2]*ast.Term, 0, 11)
 	items = append(items,
-		item(kName, ast.StringTerm(rj.Name)),
-		item(kRole, ast.StringTerm(string(rj.Role))),
+		item(kName, stringTerm(rj.Name)),
+		item(kRole, stringTerm(string(rj.Role))),
 		item(kPods, intTerm(rj.Pods)),
 		item(kPerPod, chargeTerm(&rj.PerPod)),
 		item(kPriorityClassName, ast.StringTerm(spec.PriorityClassName)),
-		item(kTerminating, ast.BooleanTerm(terminating(spec))),
+		item(kTerminating, boolTerm(terminating(spec))),
 		item(kLabels, stringMapTerm(rj.PodTemplate.Labels)),
 		item(kAnnotations, stringMapTerm(rj.PodTemplate.Annotations)),
 		item(kNodeSelector, stringMapTerm(spec.NodeSelector)),
@@ -321,7 +360,7 @@ var quantityCache = struct {
 func newQuantityTerm(q resource.Quantity, m int64) *ast.Term {
 	var value *ast.Term
 	if m%1000 == 0 {
-		value = ast.IntNumberTerm(int(m / 1000))
+		value = intTerm(m / 1000)
 	} else {
 		value = ast.NumberTerm(json.Number(strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)))
 	}

@@ -68,16 +68,16 @@ func demandTerm(q *corev1.ResourceQuota, v *render.JobView) *ast.Term {
 			per := amount.MilliValue()
 			total += per * int64(rj.Pods)
 			parts = append(parts, ast.ObjectTerm(
-				item(kName, ast.StringTerm(rj.Name)),
-				item(kRole, ast.StringTerm(string(rj.Role))),
+				item(kName, stringTerm(rj.Name)),
+				item(kRole, stringTerm(string(rj.Role))),
 				item(kPods, intTerm(rj.Pods)),
 				item(kPerPodMilli, ast.NumberTerm(json.Number(strconv.FormatInt(per, 10)))),
-				item(kUndeclared, ast.BooleanTerm(undeclared(kind, res, &rj.PerPod))),
+				item(kUndeclared, boolTerm(undeclared(kind, res, &rj.PerPod))),
 			))
 		}
 		obj.Insert(ast.StringTerm(string(name)), ast.ObjectTerm(
-			item(kKind, ast.StringTerm(kind)),
-			item(kResource, ast.StringTerm(res)),
+			item(kKind, stringTerm(kind)),
+			item(kResource, stringTerm(res)),
 			item(kMilli, ast.NumberTerm(json.Number(strconv.FormatInt(total, 10)))),
 			item(kParts, ast.ArrayTerm(parts...)),
 		))
