@@ -139,7 +139,7 @@ func Names(rts []*trainer.ClusterTrainingRuntime) []string {
 func versionNumber(v string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(v, "v"))
 	if err != nil || !strings.HasPrefix(v, "v") || n < 1 {
-		return 0, fmt.Errorf("runtime version %q must look like v1, v2, ...", v)
+		return 0, fmt.Errorf("runtime version %q must be v<N> with N >= 1 (v1, v2)", v)
 	}
 	return n, nil
 }

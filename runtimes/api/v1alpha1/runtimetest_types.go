@@ -158,7 +158,3 @@ type RuntimeTestList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []RuntimeTest `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&RuntimeTest{}, &RuntimeTestList{})
-}
