@@ -83,6 +83,14 @@ var _ = Describe("the per-job NetworkPolicy", func() {
 		Eventually(eventReasons(ctx, ns, "pi")).WithTimeout(timeout).Should(ContainElement("NetworkPolicyCreated"))
 	})
 
+	It("is in place for a suspended (queued) TrainJob before it is admitted", func(ctx context.Context) {
+		rt := fixtures.MPIRuntime("np-suspended-" + ns).Cluster()
+		createRuntime(ctx, rt)
+		job := createJob(ctx, fixtures.TrainJob(ns, "queued", rt.Name).Suspend(true).Obj())
+
+		expectPolicy(ctx, job, "job-isolated", jobIsolated("queued"))
+	})
+
 	It("is restricted with the runtime's sshd port and worker range when the runtime asks for it", func(ctx context.Context) {
 		rt := fixtures.MPIRuntime("np-restricted-"+ns).
 			Annotation("mpiguard.io/network-policy", "restricted").
