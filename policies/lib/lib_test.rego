@@ -35,6 +35,7 @@ test_fix_text if {
 }
 
 test_hours if {
-	lib.hours(86400) == "24"
-	lib.hours(5400) == "1.5"
+	lib.hours(86400) == "24 hours"
+	lib.hours(3600) == "1 hour"
+	lib.hours(5400) == "1.5 hours"
 }

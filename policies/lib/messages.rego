@@ -59,19 +59,24 @@ msg_reserved_env(name, field) := sprintf(
 # max-duration
 
 msg_over_max_duration(seconds, limit_seconds, source) := sprintf(
-	"TrainJob may run for %s hours (spec.activeDeadlineSeconds %d) but %s allows at most %s hours; set spec.activeDeadlineSeconds to %d (%s hours) or less, or ask an admin to raise the limit",
+	"TrainJob may run for %s (spec.activeDeadlineSeconds %d) but %s allows at most %s; set spec.activeDeadlineSeconds to %d (%s) or less, or ask an admin to raise the limit",
 	[hours(seconds), seconds, source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
 )
 
 msg_no_duration(limit_seconds, source) := sprintf(
-	"TrainJob has no spec.activeDeadlineSeconds, so it may run forever, but %s allows at most %s hours; set spec.activeDeadlineSeconds to %d (%s hours) or less",
+	"TrainJob has no spec.activeDeadlineSeconds, so it may run forever, but %s allows at most %s; set spec.activeDeadlineSeconds to %d (%s) or less",
 	[source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
 )
 
-# hours shows a number of seconds in hours: 24, or 1.5 when not whole.
-hours(seconds) := format_int(seconds / 3600, 10) if seconds % 3600 == 0
+# hours shows a number of seconds in hours: "1 hour", "24 hours", "1.5 hours".
+hours(3600) := "1 hour"
 
-hours(seconds) := sprintf("%.1f", [seconds / 3600]) if seconds % 3600 != 0
+hours(seconds) := sprintf("%d hours", [seconds / 3600]) if {
+	seconds != 3600
+	seconds % 3600 == 0
+}
+
+hours(seconds) := sprintf("%.1f hours", [seconds / 3600]) if seconds % 3600 != 0
 
 msg_bad_duration_annotation(ns, annotation, value) := sprintf(
 	"namespace %q has annotation %s=%q, which is not a positive number of hours, so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation",

@@ -48,7 +48,7 @@ test_namespace_annotation_lowers_limit if {
 	got := max_duration.deny with input as create(5400, {"mpiguard.io/max-duration-hours": "1"})
 	got == {{
 		"field": "spec.activeDeadlineSeconds",
-		"msg": `TrainJob may run for 1.5 hours (spec.activeDeadlineSeconds 5400) but namespace "team-a" (annotation mpiguard.io/max-duration-hours) allows at most 1 hours; set spec.activeDeadlineSeconds to 3600 (1 hours) or less, or ask an admin to raise the limit`,
+		"msg": `TrainJob may run for 1.5 hours (spec.activeDeadlineSeconds 5400) but namespace "team-a" (annotation mpiguard.io/max-duration-hours) allows at most 1 hour; set spec.activeDeadlineSeconds to 3600 (1 hour) or less, or ask an admin to raise the limit`,
 	}}
 }
 
