@@ -52,7 +52,7 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
   mpiguard check -f samples/ --show-patches -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCheck(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout())
+			return runCheck(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -65,7 +65,7 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 	return cmd
 }
 
-func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout io.Writer) error {
+func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -81,6 +81,9 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout io.Wr
 		if err := cluster.ReadPath(f, stdin); err != nil {
 			return &exitError{2, err}
 		}
+	}
+	for _, ignored := range cluster.Ignored {
+		fmt.Fprintf(stderr, "note: ignored %s (no decision depends on this kind)\n", ignored)
 	}
 	if len(cluster.TrainJobs) == 0 {
 		return &exitError{2, errors.New("no TrainJob found in the input")}

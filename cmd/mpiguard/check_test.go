@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mpiguard/mpiguard/policies/offline"
 )
 
 const samples = "../../policies/"
@@ -58,8 +61,8 @@ func TestCheckExitCodesAndOutput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			err := runCheck(context.Background(), tc.opts, strings.NewReader(tc.stdin), &out)
+			var out, stderr bytes.Buffer
+			err := runCheck(context.Background(), tc.opts, strings.NewReader(tc.stdin), &out, &stderr)
 			if got := exitOf(err); got != tc.wantExit {
 				t.Errorf("exit = %d (%v), want %d\n%s", got, err, tc.wantExit, out.String())
 			}
@@ -75,7 +78,7 @@ func TestCheckExitCodesAndOutput(t *testing.T) {
 
 func TestCheckJSON(t *testing.T) {
 	var out bytes.Buffer
-	err := runCheck(context.Background(), checkOptions{files: []string{samples + "slots-gpus/samples/allowed-cpu-only-oversubscribed-warns.yaml"}, output: "json"}, nil, &out)
+	err := runCheck(context.Background(), checkOptions{files: []string{samples + "slots-gpus/samples/allowed-cpu-only-oversubscribed-warns.yaml"}, output: "json"}, nil, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +110,41 @@ func TestCheckWithOtherParameters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err := runCheck(context.Background(), checkOptions{files: []string{samples + "aggregate-quota/samples/denied-gpus-over-quota.yaml"}, parameters: params, output: "text"}, nil, &out)
+	err := runCheck(context.Background(), checkOptions{files: []string{samples + "aggregate-quota/samples/denied-gpus-over-quota.yaml"}, parameters: params, output: "text"}, nil, &out, io.Discard)
 	if err != nil {
 		t.Fatalf("with aggregate-quota warning only: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "warn   aggregate-quota") {
 		t.Errorf("output does not show the quota violation as a warning:\n%s", out.String())
+	}
+}
+
+// kubectl get -o yaml of several objects is a List; kinds no decision depends
+// on are reported, not silently dropped.
+func TestCheckReadsListsAndNotesIgnoredKinds(t *testing.T) {
+	sample, err := os.ReadFile(samples + "max-duration/samples/allowed-default-deadline-set.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := offline.NewCluster()
+	if err := cluster.Read("sample", strings.NewReader(string(sample))); err != nil {
+		t.Fatal(err)
+	}
+	job, err := json.Marshal(cluster.TrainJobs[0].TrainJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutJob := strings.Split(string(sample), "kind: TrainJob")[0]
+	withoutJob = withoutJob[:strings.LastIndex(withoutJob, "---")]
+	list := withoutJob + "---\napiVersion: v1\nkind: List\nitems:\n  - " + string(job) + "\n  - {apiVersion: apps/v1, kind: Deployment, metadata: {name: web}}\n"
+	var out, stderr bytes.Buffer
+	if err := runCheck(context.Background(), checkOptions{files: []string{"-"}, output: "text"}, strings.NewReader(list), &out, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if diff := cmp.Diff("TrainJob team-a/resnet: ALLOWED\n", out.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	if want := "note: ignored <stdin> (document 3) item 1: apps/v1 Deployment"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q does not contain %q", stderr.String(), want)
 	}
 }

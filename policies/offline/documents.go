@@ -9,6 +9,7 @@ package offline
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,8 @@ type Cluster struct {
 	// Runtimes are keyed "namespace/name".
 	Runtimes  map[string]*trainer.TrainingRuntime
 	TrainJobs []SourcedTrainJob
+	// Ignored lists documents of kinds no decision depends on ("source: kind").
+	Ignored []string
 }
 
 // SourcedTrainJob is a TrainJob and the document it came from.
@@ -155,8 +158,24 @@ func (c *Cluster) add(source string, doc []byte) error {
 	if meta.Kind == "" || meta.APIVersion == "" {
 		return errors.New("document has no apiVersion or kind")
 	}
+	if meta.Kind == "List" {
+		// kubectl get -o yaml of several objects.
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &list); err != nil {
+			return fmt.Errorf("invalid List: %w", err)
+		}
+		for i, item := range list.Items {
+			if err := c.add(fmt.Sprintf("%s item %d", source, i), item); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return nil
+	}
 	obj, _, err := codecs.UniversalDeserializer().Decode(js, nil, nil)
 	if runtime.IsNotRegisteredError(err) {
+		c.Ignored = append(c.Ignored, fmt.Sprintf("%s: %s %s", source, meta.APIVersion, meta.Kind))
 		return nil // a kind no decision depends on
 	}
 	if err != nil {
