@@ -45,13 +45,20 @@ func TestLauncherScripts(t *testing.T) {
 			hf := filepath.Join(dir, "hostfile")
 			must(t, os.WriteFile(hf, []byte(hostfile), 0o644))
 			out := filepath.Join(dir, "mpirun.args")
-			must(t, os.WriteFile(filepath.Join(bin, "mpirun"), []byte("#!/bin/sh\necho \"$@\" > "+out+"\n"), 0o755))
+			// Intel MPI's mpirun is only on PATH once oneAPI's setvars.sh ran.
+			mpirunDir, setvars := bin, filepath.Join(dir, "setvars.sh")
+			if tpl.Runtime.Labels[LabelMPIImplementation] == ImplementationIntel {
+				mpirunDir = filepath.Join(dir, "oneapi")
+				must(t, os.MkdirAll(mpirunDir, 0o755))
+				must(t, os.WriteFile(setvars, []byte("export PATH="+mpirunDir+":$PATH\n"), 0o644))
+			}
+			must(t, os.WriteFile(filepath.Join(mpirunDir, "mpirun"), []byte("#!/bin/sh\necho \"$@\" > "+out+"\n"), 0o755))
 			must(t, os.WriteFile(filepath.Join(bin, "getent"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
 
 			launcher := tpl.Runtime.Spec.Template.Spec.ReplicatedJobs[1]
 			cmd := nodeContainer(launcher.Template.Spec.Template.Spec).Command
 			hydraDir := filepath.Join(dir, "hydra")
-			script := strings.NewReplacer("/etc/mpi/hostfile", hf, "/tmp/mpiguard", hydraDir).Replace(cmd[2])
+			script := strings.NewReplacer("/etc/mpi/hostfile", hf, "/tmp/mpiguard", hydraDir, "/opt/intel/oneapi/setvars.sh", setvars).Replace(cmd[2])
 			run := exec.Command(cmd[0], cmd[1], script, cmd[3], "python", "train.py")
 			run.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 			if b, err := run.CombinedOutput(); err != nil {

@@ -26,8 +26,15 @@ mpirun -f /tmp/mpiguard-hostfile -n "$slots" hostname > /tmp/mpiguard-hosts`
 	default:
 		mpirun = `mpirun --hostfile "$hostfile" -np "$slots" --map-by slot hostname > /tmp/mpiguard-hosts`
 	}
+	shell, setup := "/bin/sh", ""
+	if implementation == catalog.ImplementationIntel {
+		// A pod command replaces the image's entrypoint, which is what normally
+		// loads the oneAPI environment (and puts mpirun on PATH).
+		shell, setup = "/bin/bash", `if [ -f /opt/intel/oneapi/setvars.sh ]; then set +u; . /opt/intel/oneapi/setvars.sh >/dev/null; set -u; fi
+`
+	}
 	script := fmt.Sprintf(`set -eu
-hostfile=%s
+%shostfile=%s
 for host in $(awk '{print $1}' "$hostfile"); do
   until getent hosts "$host" >/dev/null; do echo "mpiguard smoke test: waiting for $host"; sleep 2; done
 done
@@ -35,6 +42,6 @@ slots=$(awk '{split($2, s, "="); n += s[2]} END {print n}' "$hostfile")
 %s
 sort -u /tmp/mpiguard-hosts > /dev/termination-log
 echo "mpiguard smoke test: mpirun reached $(wc -l < /dev/termination-log) distinct hosts"
-`, HostfilePath, mpirun)
-	return []string{"/bin/sh", "-c", script}
+`, setup, HostfilePath, mpirun)
+	return []string{shell, "-c", script}
 }

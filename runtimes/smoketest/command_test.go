@@ -35,12 +35,21 @@ func TestLauncherCommand(t *testing.T) {
 			hostfile := filepath.Join(dir, "hostfile")
 			write(t, hostfile, "a.job slots=2\nb.job slots=2\n", 0o644)
 			argsFile := filepath.Join(dir, "args")
-			write(t, filepath.Join(bin, "mpirun"), "#!/bin/sh\necho \"$@\" > "+argsFile+"\nprintf 'a\\nb\\na\\nb\\n'\n", 0o755)
+			// Intel MPI's mpirun is only on PATH once oneAPI's setvars.sh ran.
+			mpirunDir, setvars := bin, filepath.Join(dir, "setvars.sh")
+			if impl == catalog.ImplementationIntel {
+				mpirunDir = filepath.Join(dir, "oneapi")
+				if err := os.MkdirAll(mpirunDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, setvars, "export PATH="+mpirunDir+":$PATH\n", 0o644)
+			}
+			write(t, filepath.Join(mpirunDir, "mpirun"), "#!/bin/sh\necho \"$@\" > "+argsFile+"\nprintf 'a\\nb\\na\\nb\\n'\n", 0o755)
 			write(t, filepath.Join(bin, "getent"), "#!/bin/sh\nexit 0\n", 0o755)
 			term := filepath.Join(dir, "termination-log")
 
 			cmd := launcherCommand(impl)
-			script := strings.NewReplacer(HostfilePath, hostfile, "/dev/termination-log", term, "/tmp/", tmp+"/").Replace(cmd[2])
+			script := strings.NewReplacer(HostfilePath, hostfile, "/dev/termination-log", term, "/tmp/", tmp+"/", "/opt/intel/oneapi/setvars.sh", setvars).Replace(cmd[2])
 			run := exec.Command(cmd[0], cmd[1], script)
 			run.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 			if out, err := run.CombinedOutput(); err != nil {
