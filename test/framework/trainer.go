@@ -50,8 +50,8 @@ func TrainerController(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("initialising the Trainer's runtimes: %w", err)
 	}
-	// Controller names are process-global in controller-runtime; suites start one
-	// manager, but skipping the check keeps a second Start in one process possible.
+	// Controller names are global to the binary in controller-runtime; suites start one
+	// manager, but skipping the check keeps a second Start in one binary possible.
 	opts := controller.Options{SkipNameValidation: ptr.To(true)}
 	if failed, err := trainercontroller.SetupControllers(mgr, runtimes, opts); err != nil {
 		return fmt.Errorf("setting up the Trainer's %s controller: %w", failed, err)

@@ -65,7 +65,7 @@ func eventNotes(ctx context.Context, ns, name string) func(Gomega) []string {
 }
 
 // counter reads a counter from controller-runtime's metrics registry (the
-// publisher runs in this process, so its metrics are here).
+// publisher runs in the test binary, so its metrics are here).
 func counter(name string, labels map[string]string) float64 {
 	families, err := metrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())

@@ -1,7 +1,7 @@
 // Package runtimes holds end-to-end tests of mpiguard's runtime template manager
 // against a real kube-apiserver: the curated runtimes publisher, the runtime
 // template webhook (called by the apiserver over TLS) and the RuntimeTest smoke
-// test, driven through the Kubeflow Trainer's own controllers running in-process.
+// test, driven through the Kubeflow Trainer's own controllers running in the test binary.
 package runtimes
 
 import (
