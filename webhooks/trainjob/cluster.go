@@ -20,6 +20,19 @@ import (
 // cluster reads, from the manager's cache, the objects a TrainJob's decision depends on.
 type cluster struct {
 	reader client.Reader
+	// live reads the apiserver directly. It answers what the cache does not
+	// have yet: a runtime or namespace created a moment before the TrainJob
+	// must not make the submit fail.
+	live client.Reader
+}
+
+// get reads from the cache and, when the cache does not have the object, from the apiserver.
+func (c cluster) get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := c.reader.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && c.live != nil {
+		err = c.live.Get(ctx, key, obj)
+	}
+	return err
 }
 
 // runtimeOf returns the (Cluster)TrainingRuntime job refers to, or an error
@@ -39,7 +52,7 @@ func (c cluster) runtimeOf(ctx context.Context, job *trainer.TrainJob) (client.O
 	default:
 		return nil, fmt.Errorf("spec.runtimeRef.kind: Unsupported value %q: mpiguard evaluates TrainJobs that refer to a ClusterTrainingRuntime or TrainingRuntime", kind)
 	}
-	err := c.reader.Get(ctx, key, obj)
+	err := c.get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("spec.runtimeRef: %s %q not found, so mpiguard cannot tell what this TrainJob would create; create the runtime first or fix spec.runtimeRef.name", kind, ref.Name)
 	}
@@ -63,7 +76,7 @@ type namespaceContext struct {
 
 func (c cluster) namespaceContext(ctx context.Context, ns string) (*namespaceContext, error) {
 	out := &namespaceContext{Namespace: &corev1.Namespace{}}
-	if err := c.reader.Get(ctx, client.ObjectKey{Name: ns}, out.Namespace); err != nil {
+	if err := c.get(ctx, client.ObjectKey{Name: ns}, out.Namespace); err != nil {
 		return nil, fmt.Errorf("reading namespace %q: %w", ns, err)
 	}
 	var quotas corev1.ResourceQuotaList

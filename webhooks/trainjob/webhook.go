@@ -44,7 +44,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.ReservationTTL = 30 * time.Second
 	}
 	a := &admitter{
-		cluster:  cluster{reader: mgr.GetClient()},
+		cluster:  cluster{reader: mgr.GetClient(), live: mgr.GetAPIReader()},
 		renderer: opts.Renderer,
 		engine:   opts.Engine,
 		views:    newViewCache(4096),
