@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 	"github.com/mpiguard/mpiguard/runtimes/constraints"
 )
 
@@ -71,6 +72,9 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	// Malformed constraint annotations would silently lift a limit the admin meant.
 	_, constraintErrs := constraints.Parse(meta.Annotations)
 	errs = append(errs, constraintErrs...)
+	if isMPI(spec) {
+		warnings = append(warnings, warnImplementationLabel(meta.Labels)...)
+	}
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		oldMeta, oldSpec, err := v.decode(req, true)
 		if err != nil {
@@ -115,6 +119,18 @@ func (v *Validator) decode(req admission.Request, old bool) (*metav1.ObjectMeta,
 	default:
 		return nil, nil, fmt.Errorf("unexpected kind %q: this webhook validates ClusterTrainingRuntime and TrainingRuntime", req.Kind.Kind)
 	}
+}
+
+// warnImplementationLabel: the label tells the RuntimeTest (and admins) how the
+// launcher adapts the OpenMPI hostfile; an unknown value is treated as OpenMPI.
+func warnImplementationLabel(labels map[string]string) field.ErrorList {
+	v, ok := labels[catalog.LabelMPIImplementation]
+	if !ok || v == catalog.ImplementationOpenMPI || v == catalog.ImplementationIntel || v == catalog.ImplementationMPICH {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "labels").Key(catalog.LabelMPIImplementation), v,
+		fmt.Sprintf("%q is not a known MPI implementation: RuntimeTests launch mpirun according to this label and treat an unknown value as OpenMPI; use %s, %s or %s",
+			v, catalog.ImplementationOpenMPI, catalog.ImplementationIntel, catalog.ImplementationMPICH))}
 }
 
 func constraintAnnotations(meta *metav1.ObjectMeta) map[string]string {

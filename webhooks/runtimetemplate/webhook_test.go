@@ -55,6 +55,8 @@ func TestHandle(t *testing.T) {
 	noIstio.Spec.Template.Spec.ReplicatedJobs[worker].Template.Spec.Template.Labels = nil
 	badConstraint := good.DeepCopy()
 	badConstraint.Annotations = map[string]string{"mpiguard.io/max-workers": "lots"}
+	oddImpl := good.DeepCopy()
+	oddImpl.Labels = map[string]string{"mpiguard.io/mpi-implementation": "MVAPICH"}
 	nsGood := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "rt", Namespace: "team-a"}, Spec: good.Spec}
 	nsBad := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "rt", Namespace: "team-a"}, Spec: bad.Spec}
 
@@ -102,6 +104,10 @@ func TestHandle(t *testing.T) {
 		"malformed constraint annotation is denied": {
 			req:  request(t, admissionv1.Create, "ClusterTrainingRuntime", badConstraint, nil),
 			want: result{Message: `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "lots": must be a whole number of Workers`},
+		},
+		"unknown implementation label is a warning": {
+			req:  request(t, admissionv1.Create, "ClusterTrainingRuntime", oddImpl, nil),
+			want: result{Allowed: true, WarningCount: 1},
 		},
 		"delete is allowed": {
 			req:  request(t, admissionv1.Delete, "ClusterTrainingRuntime", nil, bad),
