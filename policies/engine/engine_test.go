@@ -362,3 +362,25 @@ func TestMutationApplyIsIdempotent(t *testing.T) {
 		t.Errorf("activeDeadlineSeconds = %d, want the user's 60 kept", tj.Spec.ActiveDeadlineSeconds)
 	}
 }
+
+func TestTwoEnginesShareARegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		if _, err := New(context.Background(), demoSet(2, PolicySettings{}), Options{Registerer: reg}); err != nil {
+			t.Fatalf("second engine on the same registry: %v", err)
+		}
+	}
+	var out *dto.Metric
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "mpiguard_policy_reloads_total" {
+			out = f.Metric[0]
+		}
+	}
+	if got := out.GetCounter().GetValue(); got != 2 {
+		t.Errorf("reloads counted on the shared registry = %v, want 2", got)
+	}
+}

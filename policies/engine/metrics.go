@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -49,13 +51,33 @@ func newMetrics() *metrics {
 	}
 }
 
+// register registers the collectors; when another engine in the process
+// (a second manager in tests) registered them already, this engine reports
+// through those.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.reloads, m.setInfo} {
-		if err := r.Register(c); err != nil {
-			return err
+	var err error
+	if m.decisions, err = registerOrReuse(r, m.decisions); err != nil {
+		return err
+	}
+	if m.latency, err = registerOrReuse(r, m.latency); err != nil {
+		return err
+	}
+	if m.reloads, err = registerOrReuse(r, m.reloads); err != nil {
+		return err
+	}
+	m.setInfo, err = registerOrReuse(r, m.setInfo)
+	return err
+}
+
+func registerOrReuse[C prometheus.Collector](r prometheus.Registerer, c C) (C, error) {
+	err := r.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
 		}
 	}
-	return nil
+	return c, err
 }
 
 func (m *metrics) serving(version string) {
