@@ -252,6 +252,26 @@ egress:
 		expectPolicy(ctx, job, "restricted", restricted("rtswitch", 2222, 41000, 0)) // single port: no endPort
 	})
 
+	It("is deleted when the runtime stops being MPI, and kept when the runtime disappears", func(ctx context.Context) {
+		rt := fixtures.MPIRuntime("np-demote-" + ns).Cluster()
+		createRuntime(ctx, rt)
+		job := createJob(ctx, fixtures.TrainJob(ns, "demoted", rt.Name).Obj())
+		expectPolicy(ctx, job, "job-isolated", jobIsolated("demoted"))
+
+		By("deleting the runtime: the policy stays (failing open is not an option) and the job is told why")
+		Expect(env.Client.Delete(ctx, rt)).To(Succeed())
+		Eventually(eventNotes(ctx, ns, "demoted", "NetworkPolicyRuntimeNotFound")).WithTimeout(timeout).Should(ContainElement(
+			fmt.Sprintf(`ClusterTrainingRuntime %q referenced by spec.runtimeRef does not exist, so mpiguard cannot tell whether this is an MPI job and writes no NetworkPolicy; create the runtime or fix spec.runtimeRef`, rt.Name)))
+		Consistently(policyOf(ctx, ns, "demoted")).WithTimeout(quiet).ShouldNot(BeNil())
+
+		By("re-creating it without mlPolicy.mpi: the policy goes")
+		torch := fixtures.TorchRuntime(rt.Name).Cluster()
+		createRuntime(ctx, torch)
+		Eventually(policyOf(ctx, ns, "demoted")).WithTimeout(timeout).WithPolling(interval).Should(BeNil())
+		Eventually(eventNotes(ctx, ns, "demoted", "NetworkPolicyDeleted")).WithTimeout(timeout).Should(ContainElement(
+			fmt.Sprintf("NetworkPolicy %s/demoted deleted: runtime no longer has mlPolicy.mpi", ns)))
+	})
+
 	It("never takes over a NetworkPolicy of the same name that someone else wrote, and writes its own once that is gone", func(ctx context.Context) {
 		theirs := fixtures.HandWrittenNetworkPolicy(ns, "taken")
 		Expect(env.Client.Create(ctx, theirs)).To(Succeed())
