@@ -69,7 +69,10 @@ func prepare(ctx context.Context, c *ast.Compiler, include func(policy, rule str
 	if query == "" {
 		query = "true" // no rule selected: an empty result
 	}
-	pq, err := rego.New(rego.Query(query), rego.Compiler(c)).PrepareForEval(ctx)
+	// Strict builtin errors: a builtin failing at run time (a bad parameter, a
+	// type error in a pushed policy) fails the evaluation instead of making a
+	// deny rule silently undefined, which would allow the request.
+	pq, err := rego.New(rego.Query(query), rego.Compiler(c), rego.StrictBuiltinErrors(true)).PrepareForEval(ctx)
 	if err != nil {
 		return preparedQuery{}, &CompileError{Errors: asErrors(err)}
 	}
