@@ -146,3 +146,18 @@ func TestPolicyWithoutRegoTestsFails(t *testing.T) {
 		t.Error("a policy folder without tests passed")
 	}
 }
+
+func TestPolicyWithoutSamplesFails(t *testing.T) {
+	dir := copyPolicies(t, func(dir string) {
+		if err := os.RemoveAll(filepath.Join(dir, "istio-opt-out/samples")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	cases, err := RunSamples(context.Background(), os.DirFS(dir), evaluatorFor(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failuresOf(cases, "istio-opt-out"); !containsFailure(f, "policy istio-opt-out has no istio-opt-out/samples folder") {
+		t.Errorf("failures %q do not report the missing samples", f)
+	}
+}
