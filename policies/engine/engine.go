@@ -213,9 +213,9 @@ func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Reques
 		}
 	}
 	for _, p := range problemsOf(req) {
-		add(RenderPolicy, p.Field, fmt.Sprintf(
-			"the Trainer would create pods the apiserver rejects (%s), so the job would hang after admission; change the TrainJob or its runtime so the rendered pod templates are valid",
-			p.Error()), false)
+		// The render package's detail already says why the apiserver rejects
+		// the pod and how to fix it.
+		add(RenderPolicy, p.Field, "the Trainer would create pods the apiserver rejects: "+p.ErrorBody(), false)
 	}
 	sort.Slice(d.Violations, func(i, j int) bool {
 		a, b := d.Violations[i], d.Violations[j]

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -382,5 +383,36 @@ func TestTwoEnginesShareARegistry(t *testing.T) {
 	}
 	if got := out.GetCounter().GetValue(); got != 2 {
 		t.Errorf("reloads counted on the shared registry = %v, want 2", got)
+	}
+}
+
+func TestRenderedPodProblemsDeny(t *testing.T) {
+	problem := field.Invalid(field.NewPath("spec", "replicatedJobs").Key("node"), "32Gi", "must be less than or equal to memory limit of 1Gi")
+	for _, tc := range []struct {
+		settings PolicySettings
+		want     Violation
+		allowed  bool
+	}{
+		{PolicySettings{}, Violation{Policy: RenderPolicy, Action: EnforceDeny, Field: "spec.replicatedJobs[node]",
+			Message: `the Trainer would create pods the apiserver rejects: Invalid value: "32Gi": must be less than or equal to memory limit of 1Gi`}, false},
+		{PolicySettings{Enforcement: EnforceWarn}, Violation{Policy: RenderPolicy, Action: EnforceWarn, Field: "spec.replicatedJobs[node]",
+			Message: `the Trainer would create pods the apiserver rejects: Invalid value: "32Gi": must be less than or equal to memory limit of 1Gi`}, true},
+	} {
+		set := demoSet(9, PolicySettings{})
+		set.Parameters.Policies[RenderPolicy] = tc.settings
+		e, err := New(context.Background(), set, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := mpiRequest("a", 2)
+		req.View.Problems = field.ErrorList{problem}
+		d := decide(t, e, req)
+		if diff := cmp.Diff([]Violation{tc.want}, d.Violations); diff != "" || d.Allowed != tc.allowed {
+			t.Errorf("enforcement %q: allowed %v (want %v), violations (-want +got):\n%s", tc.settings.Enforcement, d.Allowed, tc.allowed, diff)
+		}
+		m, err := e.Mutations(context.Background(), req)
+		if err != nil || len(m.Changes) != 2 {
+			t.Errorf("the mutating pass must not fail on render problems: %v %+v", err, m)
+		}
 	}
 }
