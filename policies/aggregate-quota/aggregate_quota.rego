@@ -73,13 +73,18 @@ rest(demand) := sum([m |
 # fixes lists the reductions that would make the job fit.
 fixes(demand, free) := [f | some f in [fewer_workers(demand, free), smaller_workers(demand, free)]; f != ""]
 
-# fewer_workers: how many workers fit with today's per-worker size.
-fewer_workers(demand, free) := sprintf("workers to %d", [n]) if {
+# fewer_workers: how many workers fit with today's per-worker size. With
+# runLauncherAsNode the launcher is a node too, so numNodes is workers + 1.
+fewer_workers(demand, free) := workers_to(n) if {
 	w := workers(demand)
 	w.perPodMilli > 0
 	n := floor((free - rest(demand)) / w.perPodMilli)
 	n >= 1
 } else := ""
+
+workers_to(n) := sprintf("workers to %d (spec.trainer.numNodes %d)", [n, n + 1]) if input.job.runLauncherAsNode == true
+
+workers_to(n) := sprintf("workers to %d", [n]) if not input.job.runLauncherAsNode == true
 
 # smaller_workers: the per-worker amount that fits with today's worker count.
 smaller_workers(demand, free) := sprintf("%s to %s", [lib.per_worker_label(demand.resource), lib.display(demand.resource, per)]) if {

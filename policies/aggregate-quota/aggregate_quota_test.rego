@@ -124,3 +124,12 @@ test_undeclared_request_denied if {
 		"msg": `ResourceQuota "team-a" limits requests.cpu, so every container must declare a cpu request, but the launcher pods have a container without one; set resources.requests.cpu on every container of replicated job "launcher", or ask an admin to add a LimitRange default`,
 	}}
 }
+
+test_launcher_as_node_names_num_nodes if {
+	inp := object.union(create_input([gpu_quota(gpu_demand(3, 4), 16, 12, 0)]), {"job": {"runLauncherAsNode": true}})
+	got := aggregate_quota.deny with input as inp
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 4 of 16 free; reduce workers to 1 (spec.trainer.numNodes 2) or GPUs per worker to 1, or ask an admin to raise the quota`,
+	}}
+}
