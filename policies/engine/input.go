@@ -102,6 +102,7 @@ func buildInput(req *Request, params *ast.Term) ast.Value {
 			item(kName, ast.StringTerm(req.Runtime.Name)),
 			item(kLabels, stringMapTerm(req.Runtime.Labels)),
 			item(kAnnotations, stringMapTerm(req.Runtime.Annotations)),
+			item(kConstraints, constraintsTerm(req.Runtime.Annotations)),
 		)),
 		item(kParameters, params),
 	)

@@ -77,7 +77,7 @@ func TestInputDocument(t *testing.T) {
 		{[]string{"job", "workers", "requiredNodeSelectorTerms"}, []any{}},
 		{[]string{"job", "launcher", "name"}, "launcher"},
 		{[]string{"namespace", "name"}, "team-a"},
-		{[]string{"runtime"}, map[string]any{"kind": "ClusterTrainingRuntime", "name": "openmpi", "labels": map[string]any{"tier": "gold"}, "annotations": map[string]any{}}},
+		{[]string{"runtime"}, map[string]any{"kind": "ClusterTrainingRuntime", "name": "openmpi", "labels": map[string]any{"tier": "gold"}, "annotations": map[string]any{}, "constraints": map[string]any{"errors": []any{}}}},
 		{[]string{"parameters", "slots-gpus", "mode"}, "equal"},
 	}
 	for _, c := range checks {
