@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +68,46 @@ func build(dir string) []*unstructured.Unstructured {
 }
 
 var _ = Describe("config/default", func() {
+	It("serves the webhook with the certificate cert-manager issues for the webhook Service", func() {
+		var (
+			cert       certmanagerv1.Certificate
+			deployment appsv1.Deployment
+			service    corev1.Service
+		)
+		for _, o := range build("config/default") {
+			var target any
+			switch o.GetKind() {
+			case "Certificate":
+				target = &cert
+			case "Deployment":
+				target = &deployment
+			case "Service":
+				if o.GetName() != "mpiguard-webhook-service" {
+					continue
+				}
+				target = &service
+			default:
+				continue
+			}
+			Expect(runtimeFromUnstructured(o.Object, target)).To(Succeed())
+		}
+		Expect(cert.Spec.DNSNames).To(ConsistOf(
+			service.Name+"."+service.Namespace+".svc",
+			service.Name+"."+service.Namespace+".svc.cluster.local",
+		))
+		var mounted string
+		for _, v := range deployment.Spec.Template.Spec.Volumes {
+			if v.Secret != nil {
+				mounted = v.Secret.SecretName
+			}
+		}
+		Expect(mounted).To(Equal(cert.Spec.SecretName), "the Deployment must mount the Secret cert-manager writes")
+		Expect(deployment.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
+		c := deployment.Spec.Template.Spec.Containers[0]
+		Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+		Expect(deployment.Spec.Template.Spec.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
+	})
+
 	It("is accepted by the apiserver (server-side dry-run)", func(ctx context.Context) {
 		objs := build("config/default")
 		Expect(objs).NotTo(BeEmpty())
