@@ -101,3 +101,30 @@ msg_istio_opt_in(rj, where, key, value) := sprintf(
 	"pods of %s opt in to the Istio mesh (%s %s=%q); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove %s from the pod template, or ask an admin to exempt the namespace",
 	[role_label(rj), where, key, value, key],
 )
+
+# runtime-constraints (worded as runtimes/constraints.Check)
+
+msg_constraint_malformed(kind, runtime, err) := sprintf(
+	"%s %s has a malformed constraint annotation (%s), so mpiguard cannot tell which TrainJobs the runtime allows; a cluster admin must fix the annotation on the runtime (see docs/runtimes.md), or use another runtime",
+	[kind, runtime, err],
+)
+
+msg_namespace_not_allowed(runtime, allowed, ns) := sprintf(
+	"runtime %s may only be used from namespaces %s, and this TrainJob is in %q; use another runtime or ask a cluster admin to allow the namespace (mpiguard.io/allowed-namespaces)",
+	[runtime, concat(", ", allowed), ns],
+)
+
+msg_too_many_workers(workers, runtime, max) := sprintf(
+	"TrainJob asks for %d Workers but runtime %s allows at most %d per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to %d or less",
+	[workers, runtime, max, max],
+)
+
+msg_too_many_gpus(gpus, runtime, max) := sprintf(
+	"TrainJob gives each Worker %d GPUs but runtime %s allows at most %d per Worker (mpiguard.io/max-gpus-per-worker); request %d or fewer GPUs per node in spec.trainer.resourcesPerNode and add Workers instead",
+	[gpus, runtime, max, max],
+)
+
+msg_not_pinned(rj, missing, runtime) := sprintf(
+	"the %s pods are not pinned to nodes labelled %s, which runtime %s requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+	[role_label(rj), sorted_join(missing, ", "), runtime],
+)

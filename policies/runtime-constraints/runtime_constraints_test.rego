@@ -1,0 +1,146 @@
+package mpiguard.policies.runtime_constraints_test
+
+import data.mpiguard.policies.runtime_constraints
+
+# Go always sets nodeSelector and requiredNodeSelectorTerms (maybe empty).
+placement := {"nodeSelector": {}, "requiredNodeSelectorTerms": []}
+
+launcher(extra) := object.union(object.union({"name": "launcher", "role": "launcher", "pods": 1}, placement), extra)
+
+worker(extra) := object.union(object.union({"name": "node", "role": "worker", "pods": 3}, placement), extra)
+
+job_input(ns, constraints, job) := {
+	"request": {"operation": "CREATE"},
+	"namespace": {"name": ns, "labels": {}, "annotations": {}},
+	"trainJob": {"name": "train", "namespace": ns},
+	"runtime": {"kind": "ClusterTrainingRuntime", "name": "gpu-openmpi", "constraints": object.union({"errors": []}, constraints)},
+	"job": object.union(
+		{"mpi": true, "numNodes": 3, "gpusPerWorker": 4, "replicatedJobs": [launcher({}), worker({})]},
+		job,
+	),
+}
+
+deny_of(inp) := d if {
+	d := runtime_constraints.deny with input as inp
+}
+
+pool_gpu := {"nodeSelector": {"pool": "gpu"}}
+
+test_unconstrained_runtime_allows if {
+	count(deny_of(job_input("team-a", {}, {}))) == 0
+}
+
+test_within_every_limit_allows if {
+	c := {"maxWorkers": 3, "maxGPUsPerWorker": 4, "requiredNodeLabels": {"pool": "gpu"}, "allowedNamespaces": ["team-b", "team-*"]}
+	count(deny_of(job_input("team-a", c, {"replicatedJobs": [launcher(pool_gpu), worker(pool_gpu)]}))) == 0
+}
+
+test_non_mpi_job_is_not_governed if {
+	c := {"maxWorkers": 1, "errors": ["bad"]}
+	count(deny_of(job_input("team-a", c, {"mpi": false}))) == 0
+}
+
+test_too_many_workers_denied if {
+	deny_of(job_input("team-a", {"maxWorkers": 2}, {})) == {{
+		"field": "spec.trainer.numNodes",
+		"msg": "TrainJob asks for 3 Workers but runtime gpu-openmpi allows at most 2 per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to 2 or less",
+	}}
+}
+
+test_too_many_gpus_denied if {
+	deny_of(job_input("team-a", {"maxGPUsPerWorker": 2}, {})) == {{
+		"field": "spec.trainer.resourcesPerNode",
+		"msg": "TrainJob gives each Worker 4 GPUs but runtime gpu-openmpi allows at most 2 per Worker (mpiguard.io/max-gpus-per-worker); request 2 or fewer GPUs per node in spec.trainer.resourcesPerNode and add Workers instead",
+	}}
+}
+
+test_zero_gpus_forbids_gpus if {
+	count(deny_of(job_input("team-a", {"maxGPUsPerWorker": 0}, {}))) == 1
+	count(deny_of(job_input("team-a", {"maxGPUsPerWorker": 0}, {"gpusPerWorker": 0}))) == 0
+}
+
+test_namespace_not_allowed_denied if {
+	deny_of(job_input("web", {"allowedNamespaces": ["ml-*", "team-a"]}, {})) == {{
+		"field": "spec.runtimeRef.name",
+		"msg": `runtime gpu-openmpi may only be used from namespaces ml-*, team-a, and this TrainJob is in "web"; use another runtime or ask a cluster admin to allow the namespace (mpiguard.io/allowed-namespaces)`,
+	}}
+}
+
+test_namespace_globs_read_as_path_match if {
+	allowed(["ml-*"], "ml-vision")
+	allowed(["team-?"], "team-a")
+	allowed(["team-[ab]"], "team-b")
+	allowed(["team-[^ab]"], "team-c")
+	not allowed(["team-[^ab]"], "team-a")
+	not allowed(["ml-*"], "team-a")
+	not allowed(["team-?"], "team-ab")
+
+	# Braces are literal to path.Match; glob.match must not read them as alternatives.
+	not allowed(["{team-a,team-b}"], "team-a")
+}
+
+allowed(patterns, ns) if count(deny_of(job_input(ns, {"allowedNamespaces": patterns}, {}))) == 0
+
+test_required_label_missing_on_launcher_denied if {
+	c := {"requiredNodeLabels": {"pool": "gpu", "fast-net": ""}}
+	deny_of(job_input("team-a", c, {"replicatedJobs": [
+		launcher({"nodeSelector": {"pool": "cpu"}}),
+		worker({"nodeSelector": {"pool": "gpu", "fast-net": "true"}}),
+	]})) == {{
+		"field": "spec.runtimePatches",
+		"msg": "the launcher pods are not pinned to nodes labelled fast-net, pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+	}}
+}
+
+test_required_label_missing_on_both_denied_per_role if {
+	got := deny_of(job_input("team-a", {"requiredNodeLabels": {"pool": "gpu"}}, {}))
+	{v.msg | some v in got} == {
+		"the launcher pods are not pinned to nodes labelled pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+		"the worker pods are not pinned to nodes labelled pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+	}
+}
+
+test_other_replicated_jobs_need_no_pinning if {
+	other := {"name": "initializer", "role": "other", "pods": 1, "nodeSelector": {}, "requiredNodeSelectorTerms": []}
+	inp := job_input("team-a", {"requiredNodeLabels": {"pool": "gpu"}}, {"replicatedJobs": [launcher(pool_gpu), worker(pool_gpu), other]})
+	count(deny_of(inp)) == 0
+}
+
+# Required node affinity pins a label when every (ORed) term has In with only that value.
+test_required_affinity_pins if {
+	in_gpu := {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}
+	pinned_by([in_gpu])
+	pinned_by([in_gpu, {"matchExpressions": [{"key": "zone", "operator": "Exists"}, {"key": "pool", "operator": "In", "values": ["gpu", "gpu"]}]}])
+	not pinned_by([in_gpu, {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}])
+	not pinned_by([{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu", "cpu"]}]}])
+	not pinned_by([{"matchExpressions": [{"key": "pool", "operator": "NotIn", "values": ["cpu"]}]}])
+	not pinned_by([{"matchExpressions": [{"key": "pool", "operator": "Exists"}]}])
+	not pinned_by([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}])
+}
+
+pinned_by(terms) if {
+	rj := {"requiredNodeSelectorTerms": terms}
+	count(deny_of(job_input("team-a", {"requiredNodeLabels": {"pool": "gpu"}}, {"replicatedJobs": [launcher(rj), worker(rj)]}))) == 0
+}
+
+test_bare_key_pinned_by_any_value_or_exists if {
+	c := {"requiredNodeLabels": {"nvidia.com/gpu.present": ""}}
+	by_selector := {"nodeSelector": {"nvidia.com/gpu.present": "true"}}
+	by_exists := {"requiredNodeSelectorTerms": [{"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]}]}
+	count(deny_of(job_input("team-a", c, {"replicatedJobs": [launcher(by_selector), worker(by_exists)]}))) == 0
+	count(deny_of(job_input("team-a", c, {"replicatedJobs": [launcher(by_selector), worker({})]}))) == 1
+}
+
+test_malformed_annotation_denied if {
+	err := `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1 (e.g. "8")`
+	deny_of(job_input("team-a", {"errors": [err]}, {})) == {{
+		"field": "spec.runtimeRef.name",
+		"msg": `ClusterTrainingRuntime gpu-openmpi has a malformed constraint annotation (metadata.annotations[mpiguard.io/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1 (e.g. "8")), so mpiguard cannot tell which TrainJobs the runtime allows; a cluster admin must fix the annotation on the runtime (see docs/runtimes.md), or use another runtime`,
+	}}
+}
+
+# A malformed annotation does not lift the well-formed limits beside it.
+test_malformed_annotation_keeps_other_limits if {
+	got := deny_of(job_input("team-a", {"errors": ["metadata.annotations[mpiguard.io/max-gpus-per-worker]: ..."], "maxWorkers": 2}, {}))
+	{v.field | some v in got} == {"spec.runtimeRef.name", "spec.trainer.numNodes"}
+}
