@@ -65,7 +65,7 @@ func SetupWithManager(mgr ctrl.Manager, eng *engine.Engine, base engine.PolicySe
 	setKey := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: namespace, Name: "policy-set"}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		// Every Replica serves admission, so every Replica loads the policies,
+		// Every mpiguard pod serves admission, so every pod loads the policies,
 		// not only the leader.
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {

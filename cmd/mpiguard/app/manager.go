@@ -39,7 +39,7 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNS,
 		LeaseDuration:           &o.LeaseDuration,
 		GracefulShutdownTimeout: &o.GracefulShutdownTime,
-		// Webhooks must answer on every Replica, including non-leaders; only
+		// Webhooks must answer on every mpiguard pod, including non-leaders; only
 		// reconcilers wait for the lease (controller-runtime's default for webhooks).
 	})
 	if err != nil {

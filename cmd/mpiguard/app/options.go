@@ -60,7 +60,7 @@ func (o *ServeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KeyName, "key-name", o.KeyName, "Private key file name in --cert-dir.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint ('0' disables it).")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of the /healthz and /readyz probes.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader for the controllers (webhooks are served by every Replica).")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader for the controllers (webhooks are served by every mpiguard pod).")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the Lease (default: the pod's namespace).")
 	fs.DurationVar(&o.GracefulShutdownTime, "graceful-shutdown-timeout", o.GracefulShutdownTime, "How long to wait for runnables to stop.")
