@@ -108,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		reason := api.ReasonRuntimeNotFound
 		if !apierrors.IsNotFound(err) {
-			if _, ok := err.(notMPIError); !ok {
+			if !errors.As(err, new(notMPIError)) {
 				return ctrl.Result{}, err
 			}
 			reason = api.ReasonNotMPI
