@@ -109,7 +109,7 @@ bench-go: ## Go micro-benchmarks (render, policy evaluation, ...).
 
 .PHONY: bench-webhook
 bench-webhook: controlplane ## Load generator: AdmissionReviews/s and latency against the real TLS webhook endpoint.
-	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -run '^$$' -bench Webhook -benchtime 1x -timeout 10m ./test/load
+	GOGC=$${GOGC:-400} KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -run '^$$' -bench Webhook -benchtime 1x -timeout 10m ./test/load
 
 .PHONY: bench-networkpolicies
 bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJobs -> NetworkPolicies on a real apiserver (and a baseline with the controller off); prints time to converge and memory.
