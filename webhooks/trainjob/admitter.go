@@ -8,6 +8,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -36,7 +37,8 @@ type evaluation struct {
 }
 
 // evaluate decodes req and prepares the engine request. A nil error with
-// governed false means the TrainJob is not an MPI TrainJob: allow it untouched.
+// governed false means there is nothing to govern: not an MPI TrainJob, or an
+// UPDATE that changes nothing the job runs. Allow it untouched.
 func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evaluation, error) {
 	ev := &evaluation{job: &trainer.TrainJob{}}
 	if err := a.decoder.DecodeRaw(req.Object, ev.job); err != nil {
@@ -50,6 +52,12 @@ func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evalua
 		if err := a.decoder.DecodeRaw(req.OldObject, ev.old); err != nil {
 			return nil, fmt.Errorf("decoding the stored TrainJob: %w", err)
 		}
+	}
+	if ev.old != nil && !specChanged(ev.old, ev.job) {
+		// Metadata-only updates (labels, finalizers, deletion) change nothing
+		// that runs: evaluating them would let a policy tightened after
+		// admission block the Trainer from removing its finalizer.
+		return ev, nil
 	}
 	rt, err := a.cluster.runtimeOf(ctx, ev.job)
 	if err != nil {
@@ -107,6 +115,15 @@ func (a *admitter) governed(ctx context.Context, req admission.Request) (*evalua
 		return nil, &resp
 	}
 	return ev, nil
+}
+
+// specChanged says whether an UPDATE changes what the TrainJob will run. A
+// TrainJob being deleted changes nothing that matters any more.
+func specChanged(old, job *trainer.TrainJob) bool {
+	if job.DeletionTimestamp != nil {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(old.Spec, job.Spec)
 }
 
 // startsPods says whether admitting this request lets the job create pods that
