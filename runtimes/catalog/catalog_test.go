@@ -155,6 +155,12 @@ func checkPractices(t *testing.T, rt *trainer.ClusterTrainingRuntime) {
 	if got := *spec.MLPolicy.NumNodes; got != 1 {
 		t.Errorf("mlPolicy.numNodes = %d, want 1 (the launcher is ancestor-labelled)", got)
 	}
+	// With the ancestor label on the launcher, the Trainer (v2.3) merges
+	// TrainJob.spec.trainer.resourcesPerNode into the node job only when the
+	// launcher runs as a node: without it, Workers could not be sized at all.
+	if spec.MLPolicy.MPI.RunLauncherAsNode == nil || !*spec.MLPolicy.MPI.RunLauncherAsNode {
+		t.Errorf("mlPolicy.mpi.runLauncherAsNode is not true: resourcesPerNode would reach the launcher only, never the Workers")
+	}
 	impl := rt.Labels[LabelMPIImplementation]
 	if impl != ImplementationOpenMPI && impl != ImplementationIntel && impl != ImplementationMPICH {
 		t.Errorf("label %s = %q", LabelMPIImplementation, impl)

@@ -21,16 +21,19 @@ func TestLauncherScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostfile := "job-node-0-0.job slots=3\njob-node-0-1.job slots=3\n"
+	// What the Trainer writes for numNodes 3 and numProcPerNode 3 on a
+	// runLauncherAsNode runtime: the Workers (node job first), then the launcher.
+	hostfile := "job-node-0-0.job slots=3\njob-node-0-1.job slots=3\njob-launcher-0-0.job slots=3\n"
+	hydraHostfile := "job-node-0-0.job:3\njob-node-0-1.job:3\njob-launcher-0-0.job:3\n"
 	cases := map[string]struct {
 		wantArgs     string
 		wantHostfile string
 	}{
-		"openmpi-v1.yaml":   {wantArgs: "--hostfile HOSTFILE -np 6 --map-by slot --bind-to none python train.py"},
-		"openmpi-v2.yaml":   {wantArgs: "--hostfile HOSTFILE -np 6 --map-by slot --bind-to none python train.py"},
-		"deepspeed-v1.yaml": {wantArgs: "--hostfile HOSTFILE -np 6 --map-by slot --bind-to none python train.py"},
-		"intelmpi-v1.yaml":  {wantArgs: "-f HYDRA -n 6 -ppn 3 python train.py", wantHostfile: "job-node-0-0.job:3\njob-node-0-1.job:3\n"},
-		"mpich-v1.yaml":     {wantArgs: "-f HYDRA -n 6 -ppn 3 python train.py", wantHostfile: "job-node-0-0.job:3\njob-node-0-1.job:3\n"},
+		"openmpi-v1.yaml":   {wantArgs: "--hostfile HOSTFILE -np 9 --map-by slot --bind-to none python train.py"},
+		"openmpi-v2.yaml":   {wantArgs: "--hostfile HOSTFILE -np 9 --map-by slot --bind-to none python train.py"},
+		"deepspeed-v1.yaml": {wantArgs: "--hostfile HOSTFILE -np 9 --map-by slot --bind-to none python train.py"},
+		"intelmpi-v1.yaml":  {wantArgs: "-f HYDRA -n 9 -ppn 3 python train.py", wantHostfile: hydraHostfile},
+		"mpich-v1.yaml":     {wantArgs: "-f HYDRA -n 9 -ppn 3 python train.py", wantHostfile: hydraHostfile},
 	}
 	for _, tpl := range tpls {
 		tc, ok := cases[tpl.File]

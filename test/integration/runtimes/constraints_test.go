@@ -45,8 +45,8 @@ var _ = Describe("Runtime constraints on TrainJobs", func() {
 			},
 		}
 	}
-	// withGPUs gives the ancestor-labelled job's pods gpus GPUs each (see
-	// ancestorOnWorkers).
+	// withGPUs gives each node gpus GPUs: on the curated runtimes (launcher run
+	// as a node) the Trainer puts them on the Worker pods and the launcher.
 	withGPUs := func(tj *trainer.TrainJob, gpus int32) *trainer.TrainJob {
 		q := resource.MustParse(fmt.Sprint(gpus))
 		tj.Spec.Trainer.NumProcPerNode = ptr.To(gpus) // slots per worker = GPUs per worker (slots-gpus)
@@ -95,7 +95,7 @@ var _ = Describe("Runtime constraints on TrainJobs", func() {
 
 	It("denies a TrainJob whose Workers have more GPUs than its runtime's max-gpus-per-worker", func(ctx context.Context) {
 		ns := env.Namespace(ctx, nil)
-		rt := constrainedRuntime(ctx, map[string]string{constraints.AnnotationMaxGPUsPerWorker: "2"}, ancestorOnWorkers)
+		rt := constrainedRuntime(ctx, map[string]string{constraints.AnnotationMaxGPUsPerWorker: "2"})
 		Expect(env.Client.Create(ctx, withGPUs(job(rt, ns, "fits", 2), 2))).To(Succeed())
 
 		err := env.Client.Create(ctx, withGPUs(job(rt, ns, "too-many-gpus", 2), 4))
@@ -131,27 +131,7 @@ var _ = Describe("Runtime constraints on TrainJobs", func() {
 			constraints.AnnotationMaxGPUsPerWorker:   "4",
 			constraints.AnnotationRequiredNodeLabels: "pool=gpu",
 			constraints.AnnotationAllowedNamespaces:  "other-*," + ns,
-		}, ancestorOnWorkers)
+		})
 		Expect(env.Client.Create(ctx, pinned(withGPUs(job(rt, ns, "at-the-limits", 4), 4)))).To(Succeed())
 	})
 })
-
-// ancestorOnWorkers moves the trainer ancestor label from the curated launcher
-// to the Workers (the upstream MPI layout): TrainJob.spec.trainer resources
-// then land on the Worker pods, so a TrainJob can ask for GPUs per Worker. (On
-// the curated runtimes they land on the launcher.)
-func ancestorOnWorkers(spec *trainer.TrainingRuntimeSpec) {
-	const ancestor = "trainer.kubeflow.org/trainjob-ancestor-step"
-	for i := range spec.Template.Spec.ReplicatedJobs {
-		rj := &spec.Template.Spec.ReplicatedJobs[i]
-		switch rj.Name {
-		case "launcher":
-			delete(rj.Template.Labels, ancestor)
-		case "node":
-			if rj.Template.Labels == nil {
-				rj.Template.Labels = map[string]string{}
-			}
-			rj.Template.Labels[ancestor] = "trainer"
-		}
-	}
-}

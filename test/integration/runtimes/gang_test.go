@@ -34,7 +34,7 @@ var _ = Describe("Gang-scheduling variant", func() {
 		Expect(err).NotTo(HaveOccurred())
 		var pg schedulerpluginsv1alpha1.PodGroup
 		Eventually(func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gang"}, &pg) }, timeout, interval).Should(Succeed())
-		Expect(pg.Spec.MinMember).To(BeEquivalentTo(4), "1 launcher + 3 Workers")
+		Expect(pg.Spec.MinMember).To(BeEquivalentTo(3), "1 launcher + 2 Workers: the launcher is one of the 3 nodes")
 		Expect(*pg.Spec.ScheduleTimeoutSeconds).To(BeEquivalentTo(catalog.CoschedulingTimeoutSeconds))
 
 		var js jobsetv1alpha2.JobSet

@@ -147,6 +147,9 @@ var _ = Describe("RuntimeTest", func() {
 		rt, k := smokeTest(ctx, ns, "openmpi", nil)
 		Eventually(conditionsOf(ctx, rt), timeout, interval).Should(ContainElement(condSummary{api.ConditionJobCreated, metav1.ConditionTrue, api.ReasonCreated}))
 		Expect(rt.Status.Phase).To(Equal(api.PhaseRunning))
+		var job trainer.TrainJob
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: k.jobSet.Name}, &job)).To(Succeed())
+		Expect(*job.Spec.Trainer.NumNodes).To(BeEquivalentTo(3), "2 Workers + the launcher, which the curated runtimes run as a node")
 
 		w0, w1 := k.pod(ctx, "node", 0), k.pod(ctx, "node", 1)
 		k.status(ctx, w0, readyWorker(image(w0)))
@@ -155,7 +158,7 @@ var _ = Describe("RuntimeTest", func() {
 
 		launcher := k.pod(ctx, "launcher", 0)
 		Expect(launcher.Spec.Containers[0].Command).To(Equal(smoketestCommand(rt)), "the TrainJob's launcher command reached the JobSet")
-		k.status(ctx, launcher, launcherExited(image(launcher), 0, w0.Name+"\n"+w1.Name+"\n"))
+		k.status(ctx, launcher, launcherExited(image(launcher), 0, launcher.Name+"\n"+w0.Name+"\n"+w1.Name+"\n"))
 
 		Eventually(conditionsOf(ctx, rt), timeout, interval).Should(Equal([]condSummary{
 			{api.ConditionJobCreated, metav1.ConditionTrue, api.ReasonCreated},
@@ -166,10 +169,10 @@ var _ = Describe("RuntimeTest", func() {
 			{api.ConditionSucceeded, metav1.ConditionTrue, api.ReasonPassed},
 		}))
 		Expect(rt.Status.Phase).To(Equal(api.PhaseSucceeded))
-		Expect(rt.Status.HostsExpected).To(BeEquivalentTo(2), "from the hostfile the Trainer rendered")
-		Expect(rt.Status.HostsSeen).To(BeEquivalentTo(2))
+		Expect(rt.Status.HostsExpected).To(BeEquivalentTo(3), "from the hostfile the Trainer rendered: 2 Workers and the launcher")
+		Expect(rt.Status.HostsSeen).To(BeEquivalentTo(3))
 		trainJobGone(ctx, rt)
-		Eventually(eventNotes(ctx, ns, rt.Name), timeout, interval).Should(ContainElement(ContainSubstring("Passed: runtime mpiguard-openmpi-v2: mpirun ran on all 2 hosts")))
+		Eventually(eventNotes(ctx, ns, rt.Name), timeout, interval).Should(ContainElement(ContainSubstring("Passed: runtime mpiguard-openmpi-v2: mpirun ran on all 3 hosts")))
 	})
 
 	It("fails on an image pull failure, naming the pod and the image", func(ctx context.Context) {
@@ -216,7 +219,7 @@ var _ = Describe("RuntimeTest", func() {
 		k.status(ctx, launcher, launcherExited(image(launcher), 0, launcher.Name+"\n"))
 		Eventually(succeeded(ctx, rt), timeout, interval).Should(And(Not(BeNil()),
 			HaveField("Reason", api.ReasonSingleHost),
-			HaveField("Message", ContainSubstring(fmt.Sprintf("launcher pod %s saw mpirun run on 1 host (%s) but the hostfile lists 2", launcher.Name, launcher.Name)))))
+			HaveField("Message", ContainSubstring(fmt.Sprintf("launcher pod %s saw mpirun run on 1 host (%s) but the hostfile lists 3", launcher.Name, launcher.Name)))))
 		Expect(meta.FindStatusCondition(rt.Status.Conditions, api.ConditionMPISpawned)).To(HaveField("Reason", api.ReasonSingleHost))
 		Expect(rt.Status.HostsSeen).To(BeEquivalentTo(1))
 		trainJobGone(ctx, rt)

@@ -30,7 +30,7 @@ func curatedSpec(name string) trainer.TrainingRuntimeSpec {
 }
 
 var _ = Describe("Runtime template webhook", func() {
-	It("admits every curated runtime without a warning, and each renders to 1 launcher, N Workers and the requested Slots per worker", func(ctx context.Context) {
+	It("admits every curated runtime without a warning, and each renders to 1 launcher that is also a node, numNodes-1 Workers and the requested Slots per worker", func(ctx context.Context) {
 		ns := env.Namespace(ctx, nil)
 		c, w := warningClient()
 		renderer, err := render.NewRenderer(ctx)
@@ -58,17 +58,15 @@ var _ = Describe("Runtime template webhook", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(view.Problems).To(BeEmpty())
 			Expect(view.Launcher).NotTo(BeNil())
+			Expect(view.RunLauncherAsNode).To(BeTrue(), "the launcher runs as a node, so resourcesPerNode reaches the Workers")
 			Expect(view.Launcher.Pods).To(BeEquivalentTo(1), "launcher pods")
-			wantWorkers := int32(3)
-			if ptr.Deref(want.Spec.MLPolicy.MPI.RunLauncherAsNode, false) {
-				wantWorkers = 2 // the launcher is one of the 3 nodes
-			}
-			Expect(view.Workers.Pods).To(Equal(wantWorkers), "Worker pods")
+			Expect(view.Workers.Pods).To(BeEquivalentTo(2), "Worker pods: the launcher is one of the 3 nodes")
 			Expect(view.SlotsPerWorker).To(BeEquivalentTo(2), "Slots per worker")
-			Expect(view.Hostfile).To(HaveLen(3), "hostfile lines")
-			for _, line := range view.Hostfile {
-				Expect(line).To(HaveSuffix(" slots=2"))
-			}
+			Expect(view.Hostfile).To(Equal([]string{
+				"render-node-0-0.render slots=2",
+				"render-node-0-1.render slots=2",
+				"render-launcher-0-0.render slots=2",
+			}), "hostfile: both Workers, then the launcher")
 		}
 	})
 
