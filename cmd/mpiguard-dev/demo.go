@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -11,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -67,8 +69,12 @@ func showAdmission(ctx context.Context, env *framework.Env) error {
 		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
 		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).
 		Cluster()
+	cpuOnly := fixtures.MPIRuntime("demo-openmpi-cpu").
+		Resources("node", fixtures.ResourceList("cpu", "2", "memory", "4Gi"), nil).
+		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "1Gi"), nil).
+		Cluster()
 	torch := fixtures.TorchRuntime("demo-torch").Cluster()
-	for _, obj := range []client.Object{teamA, teamEU, rt, torch} {
+	for _, obj := range []client.Object{teamA, teamEU, rt, cpuOnly, torch} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			return err
 		}
@@ -87,6 +93,13 @@ func showAdmission(ctx context.Context, env *framework.Env) error {
 	say("sample objects: namespace team-a (ResourceQuota: 16 GPUs, 64 CPUs), namespace team-eu (data residency eu),")
 	say("                runtime %s (1 Launcher + Workers with 4 GPUs each), runtime demo-torch (not MPI)", demoRuntime)
 	say("submitting sample TrainJobs; each decision as the apiserver returns it:")
+	warns := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = warns
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		return err
+	}
 	for _, s := range []struct {
 		what string
 		job  *trainer.TrainJob
@@ -97,15 +110,21 @@ func showAdmission(ctx context.Context, env *framework.Env) error {
 		{"asks to run for 30 days", fixtures.TrainJob("team-a", "forever", demoRuntime).NumNodes(1).ActiveDeadlineSeconds(30 * 24 * 3600).Obj()},
 		{"in a namespace bound to the eu zone", fixtures.TrainJob("team-eu", "eu-train", demoRuntime).NumNodes(1).Obj()},
 		{"pins its Workers to us-east-1 from the eu namespace", fixtures.TrainJob("team-eu", "us-pinned", demoRuntime).NumNodes(1).RuntimePatch(regionPatch("us-east-1")).Obj()},
+		{"8 Slots per worker on 2-CPU Workers (a warning, not a denial)", fixtures.TrainJob("team-a", "cpu-oversubscribed", "demo-openmpi-cpu").NumNodes(2).NumProcPerNode(8).Obj()},
 		{"a non-MPI TrainJob", fixtures.TrainJob("team-a", "torch-job", "demo-torch").NumNodes(4).Obj()},
 	} {
 		fmt.Printf("\n  %s/%s — %s\n", s.job.Namespace, s.job.Name, s.what)
-		if err := env.Client.Create(ctx, s.job); err != nil {
+		submitted := s.job.DeepCopy() // Create overwrites s.job with what the apiserver stored
+		err := c.Create(ctx, s.job)
+		if err != nil {
 			fmt.Printf("    DENIED\n%s\n", indent(strings.TrimPrefix(err.Error(), "admission webhook \"vtrainjob.mpiguard.io\" denied the request: "), "      "))
 			continue
 		}
 		fmt.Printf("    ALLOWED\n")
-		printMutations(ctx, env, s.job)
+		for _, w := range warns.take() {
+			fmt.Printf("      warning: %s\n", w)
+		}
+		printMutations(ctx, env, submitted)
 	}
 	fmt.Println()
 	return nil
@@ -166,4 +185,24 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + lines[i]
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// warnings collects the admission warnings the apiserver returns to the client.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
 }
