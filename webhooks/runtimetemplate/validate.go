@@ -37,6 +37,7 @@ func Validate(spec *trainer.TrainingRuntimeSpec) (errs field.ErrorList, warnings
 	warnings = append(warnings, gangWarnings...)
 	warnings = append(warnings, v.warnIstio()...)
 	warnings = append(warnings, v.warnStartup()...)
+	warnings = append(warnings, v.warnWorkerResources()...)
 	return errs, warnings
 }
 
@@ -217,4 +218,17 @@ func (v *templateView) warnStartup() field.ErrorList {
 			"the launcher does not wait for the Workers: mpirun may ssh to Workers whose sshd is not up yet and fail; add dependsOn: [{name: node, status: Ready}] (list the node job before the launcher)"))
 	}
 	return warnings
+}
+
+// warnWorkerResources: the Trainer merges spec.trainer.resourcesPerNode into the
+// ancestor-labelled job and, only with runLauncherAsNode, into the node job
+// (runtime/core newRuntimeInfo, v2.3); runtime patches cannot set resources.
+// With the label on the launcher and runLauncherAsNode false, a TrainJob can
+// therefore never size its Workers: its GPUs land on the launcher.
+func (v *templateView) warnWorkerResources() field.ErrorList {
+	if v.launcher == nil || v.worker == nil || !v.launcher.hasAncestorLabel() || ptr.Deref(v.spec.MLPolicy.MPI.RunLauncherAsNode, false) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec", "mlPolicy", "mpi", "runLauncherAsNode"), false,
+		"the launcher carries the trainer ancestor label and does not run as a node: the Trainer then merges a TrainJob's spec.trainer.resourcesPerNode into the launcher only, so TrainJobs cannot give their Workers GPUs or CPUs (the Workers keep this template's resources); set mlPolicy.mpi.runLauncherAsNode: true, or size the Workers in this template and tell users resourcesPerNode sizes the launcher")}
 }

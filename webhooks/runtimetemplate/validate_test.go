@@ -68,6 +68,13 @@ func TestValidate(t *testing.T) {
 			},
 			wantErrs: field.ErrorList{field.Invalid(podSpecPath(launcher).Child("containers"), nil, "")},
 		},
+		"ancestor-labelled launcher that is not a node: TrainJobs cannot size Workers": {
+			base: "mpiguard-openmpi-v2",
+			mutate: func(s *trainer.TrainingRuntimeSpec) {
+				s.MLPolicy.MPI.RunLauncherAsNode = ptr.To(false)
+			},
+			wantWarnings: field.ErrorList{field.Invalid(field.NewPath("spec", "mlPolicy", "mpi", "runLauncherAsNode"), nil, "")},
+		},
 		"ancestor label on both jobs": {
 			base: "mpiguard-openmpi-v2",
 			mutate: func(s *trainer.TrainingRuntimeSpec) {
