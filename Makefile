@@ -26,7 +26,7 @@ GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
 
 UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/)
-INTEGRATION_PKGS = ./test/...
+INTEGRATION_PKGS = ./test/integration/...
 
 ##@ General
 
