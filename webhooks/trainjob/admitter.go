@@ -34,6 +34,8 @@ type evaluation struct {
 	runtime  client.Object
 	governed bool
 	request  *engine.Request
+	// nsc is the namespace context the request was evaluated in.
+	nsc *namespaceContext
 }
 
 // evaluate decodes req and prepares the engine request. A nil error with
@@ -71,6 +73,7 @@ func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evalua
 	if err != nil {
 		return nil, err
 	}
+	ev.nsc = nsc
 	view, err := a.renderer.Render(ctx, render.Input{TrainJob: ev.job, Runtime: rt, LimitRanges: nsc.LimitRanges, RuntimeClasses: nsc.RuntimeClasses})
 	if err != nil {
 		return nil, err

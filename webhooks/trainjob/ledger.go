@@ -24,7 +24,6 @@ import (
 // concurrent submits cannot together overshoot a quota.
 type Ledger struct {
 	reader client.Reader
-	view   func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error)
 	// ttl bounds how long an admitted submit is held when the cache never shows
 	// it (its create failed after admission, e.g. another webhook denied it).
 	ttl time.Duration
@@ -40,12 +39,14 @@ type inflight struct {
 	expires time.Time
 }
 
-// NewLedger returns a ledger reading TrainJobs and pods from reader; view
-// renders a TrainJob (it should cache: it is called for every pending job).
-func NewLedger(reader client.Reader, view func(context.Context, *trainer.TrainJob) (*render.JobView, error), ttl time.Duration) *Ledger {
+// ViewFunc renders a stored TrainJob for the ledger. It is called for every
+// pending job of the namespace on every quota decision, so it should cache.
+type ViewFunc func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error)
+
+// NewLedger returns a ledger reading TrainJobs and pods from reader.
+func NewLedger(reader client.Reader, ttl time.Duration) *Ledger {
 	return &Ledger{
 		reader:   reader,
-		view:     view,
 		ttl:      ttl,
 		now:      time.Now,
 		locks:    map[string]*sync.Mutex{},
@@ -75,9 +76,9 @@ func (l *Ledger) Admitted(job *trainer.TrainJob, view *render.JobView) {
 	l.inflight[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] = inflight{view: view, expires: l.now().Add(l.ttl)}
 }
 
-// Reserved lists what the namespace's quotas will be charged besides job itself.
-// Call it with the namespace locked.
-func (l *Ledger) Reserved(ctx context.Context, job *trainer.TrainJob) ([]engine.Reservation, error) {
+// Reserved lists what the namespace's quotas will be charged besides job itself;
+// viewOf renders the namespace's pending TrainJobs. Call it with the namespace locked.
+func (l *Ledger) Reserved(ctx context.Context, job *trainer.TrainJob, viewOf ViewFunc) ([]engine.Reservation, error) {
 	var jobs trainer.TrainJobList
 	if err := l.reader.List(ctx, &jobs, client.InNamespace(job.Namespace)); err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (l *Ledger) Reserved(ctx context.Context, job *trainer.TrainJob) ([]engine.
 		if other.Name == job.Name || !pending(other) {
 			continue
 		}
-		view, err := l.view(ctx, other)
+		view, err := viewOf(ctx, other)
 		if err != nil {
 			// A job that cannot be rendered (its runtime was deleted) creates no
 			// pods either: it reserves nothing.

@@ -102,11 +102,11 @@ func TestLedgerReserved(t *testing.T) {
 			_ = clientgoscheme.AddToScheme(scheme)
 			_ = trainer.AddToScheme(scheme)
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build()
-			l := NewLedger(c, func(context.Context, *trainer.TrainJob) (*render.JobView, error) { return view(3), nil }, time.Minute)
+			l := NewLedger(c, time.Minute)
 			for _, name := range tc.inflight {
 				l.Admitted(job(name), view(3))
 			}
-			got, err := l.Reserved(context.Background(), job("self"))
+			got, err := l.Reserved(context.Background(), job("self"), func(context.Context, *trainer.TrainJob) (*render.JobView, error) { return view(3), nil })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,12 +122,12 @@ func TestLedgerInflightExpires(t *testing.T) {
 	_ = trainer.AddToScheme(scheme)
 	_ = clientgoscheme.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	l := NewLedger(c, nil, 30*time.Second)
+	l := NewLedger(c, 30*time.Second)
 	now := time.Now()
 	l.now = func() time.Time { return now }
 	l.Admitted(job("never-created"), view(2))
 	now = now.Add(31 * time.Second)
-	got, err := l.Reserved(context.Background(), job("self"))
+	got, err := l.Reserved(context.Background(), job("self"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

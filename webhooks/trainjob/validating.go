@@ -25,7 +25,7 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	if ledgered {
 		unlock := v.ledger.Lock(ev.job.Namespace)
 		defer unlock()
-		reserved, err := v.ledger.Reserved(ctx, ev.job)
+		reserved, err := v.ledger.Reserved(ctx, ev.job, v.pendingViews(ev.nsc))
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}

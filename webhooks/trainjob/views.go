@@ -43,13 +43,16 @@ func (c *viewCache) put(uid, key string, view *render.JobView) {
 	c.entries.Add(uid, cachedView{key: key, view: view})
 }
 
-// pendingView renders a stored TrainJob (for the ledger) through the cache.
-func (a *admitter) pendingView(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
-	rt, err := a.cluster.runtimeOf(ctx, job)
-	if err != nil {
-		return nil, err
+// pendingViews renders the stored TrainJobs of namespace context nsc (for the
+// ledger) through the cache; nsc is read once per decision, not per job.
+func (a *admitter) pendingViews(nsc *namespaceContext) ViewFunc {
+	return func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
+		return a.pendingView(ctx, job, nsc)
 	}
-	nsc, err := a.cluster.namespaceContext(ctx, job.Namespace)
+}
+
+func (a *admitter) pendingView(ctx context.Context, job *trainer.TrainJob, nsc *namespaceContext) (*render.JobView, error) {
+	rt, err := a.cluster.runtimeOf(ctx, job)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		views:    newViewCache(4096),
 		decoder:  admission.NewDecoder(mgr.GetScheme()),
 	}
-	a.ledger = NewLedger(mgr.GetClient(), a.pendingView, opts.ReservationTTL)
+	a.ledger = NewLedger(mgr.GetClient(), opts.ReservationTTL)
 	srv := mgr.GetWebhookServer()
 	srv.Register(ValidatePath, &webhook.Admission{Handler: Validator{a}})
 	srv.Register(MutatePath, &webhook.Admission{Handler: Mutator{a}})
