@@ -349,8 +349,9 @@ func (r *Reconciler) observe(ctx context.Context, rt *api.RuntimeTest, job *trai
 		o.HostsExpected++
 	}
 	// The hostfile the Trainer rendered is the ground truth when it exists.
+	// Read live: mpiguard's cache holds only policy ConfigMaps.
 	var cm corev1.ConfigMap
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: job.Name + trainerconstants.MPIHostfileConfigMapSuffix}, &cm)
+	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: job.Name + trainerconstants.MPIHostfileConfigMapSuffix}, &cm)
 	switch {
 	case err == nil:
 		if n := int32(len(distinctLines(cm.Data[trainerconstants.MPIHostfileName]))); n > 0 {

@@ -7,15 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/policies/reload"
 )
 
 // NewManager builds the controller-runtime manager with mpiguard's scheme, the
@@ -78,7 +79,14 @@ func cacheOptions() cache.Options {
 	if err != nil {
 		panic(err) // a constant requirement: cannot fail
 	}
+	isPolicy, err := labels.NewRequirement(reload.LabelPolicy, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJobSet)},
+		// Only policy ConfigMaps are watched (policies/reload); caching every
+		// ConfigMap of the cluster would cost memory for nothing.
+		&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*isPolicy)},
 	}}
 }
