@@ -52,6 +52,7 @@ func quotasTerm(req *Request) *ast.Term {
 // undeclared (the apiserver then rejects the pod).
 func demandTerm(q *corev1.ResourceQuota, v *render.JobView) *ast.Term {
 	obj := ast.NewObject()
+	var usage []corev1.ResourceList // per replicated job, built on first use
 	for name := range q.Spec.Hard {
 		kind, res, ok := quotaKey(name)
 		if !ok {
@@ -59,12 +60,15 @@ func demandTerm(q *corev1.ResourceQuota, v *render.JobView) *ast.Term {
 		}
 		var total int64
 		parts := make([]*ast.Term, 0, len(v.ReplicatedJobs))
+		if usage == nil {
+			usage = perPodUsage(v)
+		}
 		for j := range v.ReplicatedJobs {
 			rj := &v.ReplicatedJobs[j]
 			if !quotaSelects(q, &rj.PodTemplate.Spec) {
 				continue
 			}
-			amount, _ := chargedFor(name, &rj.PerPod)
+			amount, _ := chargedFor(name, usage[j])
 			per := amount.MilliValue()
 			total += per * int64(rj.Pods)
 			parts = append(parts, ast.ObjectTerm(
@@ -108,7 +112,7 @@ func undeclared(kind, res string, c *render.Charge) bool {
 func quotaKey(name corev1.ResourceName) (kind, res string, ok bool) {
 	n := string(name)
 	switch {
-	case n == string(corev1.ResourcePods):
+	case n == string(corev1.ResourcePods) || n == "count/pods":
 		return "pods", "", true
 	case strings.HasPrefix(n, "requests."):
 		return "requests", strings.TrimPrefix(n, "requests."), true
@@ -135,8 +139,9 @@ func reservedFor(q *corev1.ResourceQuota, reserved []Reservation) (corev1.Resour
 			if rj.Pods == 0 || !quotaSelects(q, &rj.PodTemplate.Spec) {
 				continue
 			}
+			usage := rj.PerPod.QuotaUsage()
 			for name := range q.Spec.Hard {
-				amount, ok := chargedFor(name, &rj.PerPod)
+				amount, ok := chargedFor(name, usage)
 				if !ok {
 					continue
 				}
@@ -154,18 +159,15 @@ func reservedFor(q *corev1.ResourceQuota, reserved []Reservation) (corev1.Resour
 	return sum, by
 }
 
-// chargedFor is what one pod with charge c counts for quota resource name.
-func chargedFor(name corev1.ResourceName, c *render.Charge) (resource.Quantity, bool) {
-	kind, res, ok := quotaKey(name)
-	switch {
-	case !ok:
+// chargedFor is what a pod with quota usage `usage` (render.Charge.QuotaUsage,
+// the pod evaluator's mapping that the render fidelity suite checks against the
+// apiserver) counts for quota resource name; ok is false for names pods are
+// never charged for.
+func chargedFor(name corev1.ResourceName, usage corev1.ResourceList) (resource.Quantity, bool) {
+	if _, _, ok := quotaKey(name); !ok {
 		return resource.Quantity{}, false
-	case kind == "pods":
-		return *resource.NewQuantity(1, resource.DecimalSI), true
-	case kind == "limits":
-		return c.Limits[corev1.ResourceName(res)].DeepCopy(), true
 	}
-	return c.Requests[corev1.ResourceName(res)].DeepCopy(), true
+	return usage[name].DeepCopy(), true
 }
 
 // quotaSelects says whether a quota's scopes and scope selector select a pod
@@ -271,4 +273,13 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// perPodUsage is the quota usage of one pod of each replicated job of v.
+func perPodUsage(v *render.JobView) []corev1.ResourceList {
+	out := make([]corev1.ResourceList, len(v.ReplicatedJobs))
+	for j := range v.ReplicatedJobs {
+		out[j] = v.ReplicatedJobs[j].PerPod.QuotaUsage()
+	}
+	return out
 }
