@@ -6,6 +6,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // anySpecFailed is set by the reporter below so a suite keeps the control
@@ -19,9 +21,11 @@ var _ = ginkgo.ReportAfterEach(func(r ginkgo.SpecReport) {
 })
 
 // StartSuite starts an Env from a Ginkgo BeforeSuite and stops it when the suite
-// ends, keeping the control plane's logs if any spec failed.
+// ends, keeping the control plane's logs if any spec failed. mpiguard's logs go
+// to the GinkgoWriter, shown for failed specs.
 func StartSuite(ctx context.Context, opts Options) *Env {
 	ginkgo.GinkgoHelper()
+	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
 	env, err := Start(ctx, opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the integration environment")
 	ginkgo.DeferCleanup(func() {

@@ -9,8 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -23,6 +21,5 @@ func TestAdmission(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission"})
 }, NodeTimeout(framework.SuiteStartTimeout))
