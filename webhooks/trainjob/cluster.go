@@ -59,9 +59,8 @@ func (c cluster) runtimeOf(ctx context.Context, job *trainer.TrainJob) (client.O
 	if err != nil {
 		return nil, fmt.Errorf("reading %s %q: %w", kind, ref.Name, err)
 	}
-	// Objects from the cache are shared: hand out a copy with its kind set, as
-	// the renderer and policies read the kind.
-	obj = obj.DeepCopyObject().(client.Object)
+	// Get already returned a copy (the cache deep-copies); set the kind, which
+	// the renderer and policies read and typed reads leave empty.
 	obj.GetObjectKind().SetGroupVersionKind(trainer.GroupVersion.WithKind(kind))
 	return obj, nil
 }
