@@ -10,7 +10,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
@@ -31,7 +30,6 @@ type admitter struct {
 // evaluation is one request on its way through the pipeline.
 type evaluation struct {
 	job, old *trainer.TrainJob
-	runtime  client.Object
 	governed bool
 	request  *engine.Request
 	// nsc is the namespace context the request was evaluated in.
@@ -65,7 +63,6 @@ func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evalua
 	if err != nil {
 		return nil, err
 	}
-	ev.runtime = rt
 	if ev.governed = engine.Governs(rt); !ev.governed {
 		return ev, nil
 	}
