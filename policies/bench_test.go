@@ -2,13 +2,16 @@ package policies_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
@@ -129,6 +132,13 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	if err := render.ApplyDefaults(objs...); err != nil {
 		b.Fatal(err)
+	}
+	// Objects admission reads come from the apiserver (through the informer
+	// cache), so they carry a UID and a resourceVersion; the renderer keys its
+	// caches on them.
+	for i, o := range objs {
+		o.SetUID(types.UID(fmt.Sprintf("bench-uid-%d", i)))
+		o.SetResourceVersion(strconv.Itoa(1000 + i))
 	}
 	eng, err := engine.NewDefault(ctx, engine.Options{})
 	if err != nil {

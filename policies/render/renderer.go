@@ -55,6 +55,8 @@ type Renderer struct {
 	// registry the runtimes use: it runs the component builder plugins (JobSet, MPI
 	// hostfile, PodGroup) on the runtime info, exactly as Runtime.NewObjects does.
 	framework *fwkcore.Framework
+	// templates keeps runtime templates with runtime patches merged in.
+	templates *templateCache
 }
 
 // newRendererMu serialises NewRenderer: runtimecore.New writes package-level
@@ -84,7 +86,7 @@ func NewRenderer(ctx context.Context) (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("initialising the Trainer plugin framework: %w", err)
 	}
-	return &Renderer{runtimes: runtimes, framework: fwk}, nil
+	return &Renderer{runtimes: runtimes, framework: fwk, templates: newTemplateCache()}, nil
 }
 
 // Render returns what in.TrainJob will create with in.Runtime: the JobSet the Trainer
@@ -99,7 +101,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	if err != nil {
 		return nil, err
 	}
-	rt, ok := r.runtimes[trainerruntime.RuntimeRefToRuntimeRegistryKey(trainJob.Spec.RuntimeRef)]
+	_, ok := r.runtimes[trainerruntime.RuntimeRefToRuntimeRegistryKey(trainJob.Spec.RuntimeRef)]
 	if !ok {
 		return nil, fmt.Errorf("render: TrainJob %s: spec.runtimeRef kind %q in group %q is not a runtime kind the Trainer supports",
 			trainJob.Name, ptr.Deref(trainJob.Spec.RuntimeRef.Kind, ""), ptr.Deref(trainJob.Spec.RuntimeRef.APIGroup, ""))
@@ -116,9 +118,10 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	// RunComponentBuilderPlugins. The runtime snapshot it also writes is a YAML copy
 	// of the runtime kept for later reconciles; it changes nothing that is built, and
 	// YAML-encoding it would be most of the render's cost. So the same steps run here
-	// without it; the fidelity suite (test/integration/render) compares the result
-	// with the JobSet the real Trainer controller creates.
-	info, err := rt.RuntimeInfo(trainJob, spec.Template, spec.MLPolicy, spec.PodGroupPolicy)
+	// without it, RuntimeInfo with its runtime-only conversions cached (runtimeinfo.go);
+	// the fidelity suite (test/integration/render) compares the result with the JobSet
+	// the real Trainer controller creates.
+	info, err := r.runtimeInfo(runtimeCacheKey(runtimeObj.GetObjectKind().GroupVersionKind().Kind, runtimeObj), trainJob, spec)
 	if err != nil {
 		if mpi := spec.MLPolicy; mpi != nil && mpi.MPI != nil && ptr.Deref(mpi.MPI.MPIImplementation, "") != trainer.MPIImplementationOpenMPI {
 			// The Trainer's message prints a pointer; say what is wrong instead.

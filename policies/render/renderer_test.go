@@ -31,14 +31,18 @@ func limitRange(name string, item corev1.LimitRangeItem) corev1.LimitRange {
 	}
 }
 
-func TestRender(t *testing.T) {
-	cases := map[string]struct {
-		runtime        client.Object
-		trainJob       *trainer.TrainJob
-		limitRanges    []corev1.LimitRange
-		runtimeClasses []nodev1.RuntimeClass
-		want           summary
-	}{
+// renderCase is a runtime and TrainJob pair with what the JobView must say.
+type renderCase struct {
+	runtime        client.Object
+	trainJob       *trainer.TrainJob
+	limitRanges    []corev1.LimitRange
+	runtimeClasses []nodev1.RuntimeClass
+	want           summary
+}
+
+// renderCases are built fresh for every test: tests default and render them.
+func renderCases() map[string]renderCase {
+	return map[string]renderCase{
 		"launcher is not a node: numNodes workers, hostfile lists only workers": {
 			runtime:  mpiRuntime(),
 			trainJob: trainJob(numNodes(3)),
@@ -550,6 +554,10 @@ func TestRender(t *testing.T) {
 			},
 		},
 	}
+}
+
+func TestRender(t *testing.T) {
+	cases := renderCases()
 	r := renderer(t)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
