@@ -2,9 +2,9 @@ package render
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	json "github.com/goccy/go-json"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -161,7 +161,10 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 }
 
 // typedJobSet converts the JobSet apply configuration to the typed JobSet: both
-// share their JSON form, which is what the apiserver would receive.
+// share their JSON form, which is what the apiserver would receive. It uses
+// github.com/goccy/go-json, a drop-in for encoding/json that takes a third off
+// the render; TestTypedJobSetMatchesEncodingJSON checks it gives exactly what
+// encoding/json gives on randomly filled JobSets.
 func typedJobSet(ac *jobsetv1alpha2ac.JobSetApplyConfiguration) (*jobsetv1alpha2.JobSet, error) {
 	data, err := json.Marshal(ac)
 	if err != nil {
