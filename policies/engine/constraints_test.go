@@ -107,11 +107,7 @@ func TestRuntimeConstraintsPolicyAgreesWithCheck(t *testing.T) {
 				Namespace: tc.ns, RuntimeName: "rt", Workers: tc.workers, GPUsPerWorker: tc.gpus,
 				PodNodeLabels: map[string]map[string]string{"launcher": tc.launcher, "worker": tc.worker},
 			}) {
-				f := e.Field
-				if f == "spec.podTemplateOverrides" {
-					f = "spec.runtimePatches" // Trainer v2.3.0 has runtimePatches, not podTemplateOverrides
-				}
-				want[f]++
+				want[e.Field]++
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("denied fields, Check (-) vs policy (+):\n%s", diff)

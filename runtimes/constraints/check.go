@@ -48,7 +48,7 @@ func (c Constraints) Check(j Job) field.ErrorList {
 		sort.Strings(roles)
 		for _, role := range roles {
 			if missing := missingLabels(c.RequiredNodeLabels, j.PodNodeLabels[role]); len(missing) > 0 {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "podTemplateOverrides"), role,
+				errs = append(errs, field.Invalid(field.NewPath("spec", "runtimePatches"), role,
 					fmt.Sprintf("the %s pods are not pinned to nodes labelled %s, which runtime %s requires (%s); add them to the pods' nodeSelector",
 						role, strings.Join(missing, ", "), j.RuntimeName, AnnotationRequiredNodeLabels)))
 			}
