@@ -135,7 +135,9 @@ func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (
 	if req.MutationOnly {
 		q = &set.mutate
 	}
-	rs, err := q.pq.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)))
+	vc := newVirtualCache()
+	rs, err := q.pq.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)), rego.EvalVirtualCache(vc))
+	vc.release() // the results are Go values: nothing refers to the cache's terms
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)
 	}
