@@ -5,7 +5,8 @@
 # Go supplies, per quota, the job's demand for each quota resource name: the
 # pod quota evaluator's name mapping (requests.X, limits.X, cpu, pods, ...) and
 # the quota's scopes (PriorityClass, Terminating, BestEffort, ...) are applied
-# once there, for this job and for the reserved ones alike. Rego decides.
+# once there, for this job and for the reserved ones alike, and what the quota
+# has free for it (demand.free: hard - status.used - reserved). Rego decides.
 package mpiguard.policies.aggregate_quota
 
 import data.mpiguard.lib
@@ -23,11 +24,9 @@ deny contains lib.violation("spec.trainer", msg) if {
 	checked
 	some quota in input.quotas
 	some res, demand in quota.demand
+	demand.milli > demand.free
 	demand.milli > 0
-	hard := quota.hard[res].milli
-	free := (hard - object.get(quota.used, [res, "milli"], 0)) - object.get(quota.reserved, [res, "milli"], 0)
-	demand.milli > free
-	msg := lib.msg_quota_exceeded(demand, breakdown(demand), quota.name, hard, free, fixes(demand, free))
+	msg := lib.msg_quota_exceeded(demand, breakdown(demand), quota.name, quota.hard[res].milli, demand.free, fixes(demand, demand.free))
 }
 
 # A quota on a resource makes the apiserver reject pods with a container that

@@ -11,12 +11,15 @@ demand(kind, res, parts) := {"kind": kind, "resource": res, "parts": parts, "mil
 
 gpu_demand(workers, gpus) := demand("requests", "nvidia.com/gpu", [part("launcher", "launcher", 1, 0), part("node", "worker", workers, gpus)])
 
+# free is what Go puts in demand.free: hard - used - reserved, in milli.
+free(d, milli) := object.union(d, {"free": milli})
+
 gpu_quota(d, hard, used, reserved) := {
 	"name": "team-a",
 	"hard": {"requests.nvidia.com/gpu": qty(hard)},
 	"used": {"requests.nvidia.com/gpu": qty(used)},
 	"reserved": {"requests.nvidia.com/gpu": qty(reserved)},
-	"demand": {"requests.nvidia.com/gpu": d},
+	"demand": {"requests.nvidia.com/gpu": free(d, ((hard - used) - reserved) * 1000)},
 }
 
 create_input(quotas) := {
@@ -70,7 +73,7 @@ test_update_without_resume_not_checked if {
 
 test_only_smaller_workers_when_launcher_takes_most if {
 	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 1), part("node", "worker", 2, 8)])
-	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": d}}
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": free(d, 4000)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -80,7 +83,7 @@ test_only_smaller_workers_when_launcher_takes_most if {
 
 test_no_fix_when_launcher_alone_too_big if {
 	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 8), part("node", "worker", 2, 8)])
-	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": d}}
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": free(d, 4000)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -96,7 +99,7 @@ test_pods_and_memory_messages if {
 		"name": "team-a",
 		"hard": {"pods": qty(4), "limits.memory": {"value": 32 * gi, "milli": (32 * gi) * 1000, "display": "32Gi"}},
 		"used": {"pods": qty(1)}, "reserved": {},
-		"demand": {"pods": pods, "limits.memory": memory},
+		"demand": {"pods": free(pods, 3000), "limits.memory": free(memory, (32 * gi) * 1000)},
 	}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {
@@ -117,7 +120,7 @@ test_other_replicated_jobs_in_breakdown if {
 
 test_undeclared_request_denied if {
 	d := demand("requests", "cpu", [object.union(part("launcher", "launcher", 1, 0), {"undeclared": true})])
-	quota := {"name": "team-a", "hard": {"requests.cpu": qty(100)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": d}}
+	quota := {"name": "team-a", "hard": {"requests.cpu": qty(100)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": free(d, 100000)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer.resourcesPerNode",

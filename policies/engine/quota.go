@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -27,7 +28,7 @@ func quotasTerm(req *Request) *ast.Term {
 			}
 		}
 		reserved, by := reservedFor(q, req.Reserved)
-		demand := demandTerm(q, req.View)
+		demand := demandTerm(q, req.View, reserved)
 		byTerms := make([]*ast.Term, len(by))
 		for k, name := range by {
 			byTerms[k] = ast.StringTerm(name)
@@ -47,10 +48,13 @@ func quotasTerm(req *Request) *ast.Term {
 
 // demandTerm is what this job charges the quota, per quota resource name the
 // pods are charged for: kind (requests, limits, pods), the resource, the total
-// in milli units, and the parts (one per replicated job the scopes select) with
+// in milli units, what the quota has free for it (hard - used - reserved, in
+// milli units: plain arithmetic on the quota's own numbers, done here once so
+// Rego compares two integers instead of subtracting exact big numbers per
+// request), and the parts (one per replicated job the scopes select) with
 // their pod count, per-pod amount, and whether a container leaves the resource
 // undeclared (the apiserver then rejects the pod).
-func demandTerm(q *corev1.ResourceQuota, v *render.JobView) *ast.Term {
+func demandTerm(q *corev1.ResourceQuota, v *render.JobView, reserved corev1.ResourceList) *ast.Term {
 	obj := ast.NewObject()
 	var usage []corev1.ResourceList // per replicated job, built on first use
 	for name := range q.Spec.Hard {
@@ -83,6 +87,7 @@ func demandTerm(q *corev1.ResourceQuota, v *render.JobView) *ast.Term {
 			item(kKind, stringTerm(kind)),
 			item(kResource, stringTerm(res)),
 			item(kMilli, ast.NumberTerm(json.Number(strconv.FormatInt(total, 10)))),
+			item(kFree, freeTerm(q, name, reserved)),
 			item(kParts, ast.ArrayTerm(parts...)),
 		))
 	}
@@ -282,4 +287,30 @@ func perPodUsage(v *render.JobView) []corev1.ResourceList {
 		out[j] = v.ReplicatedJobs[j].PerPod.QuotaUsage()
 	}
 	return out
+}
+
+var kFree = ast.StringTerm("free")
+
+// freeTerm is what quota q has free for resource name, in milli units: hard
+// minus status.used minus what reserved jobs hold (each 0 when absent), the
+// same milli amounts the input's quantities carry, subtracted exactly (a
+// negative amount means the quota is over-committed).
+func freeTerm(q *corev1.ResourceQuota, name corev1.ResourceName, reserved corev1.ResourceList) *ast.Term {
+	hard, used, held := q.Spec.Hard[name], q.Status.Used[name], reserved[name]
+	h, u, r := hard.MilliValue(), used.MilliValue(), held.MilliValue()
+	if free, ok := sub(h, u); ok {
+		if free, ok = sub(free, r); ok {
+			return ast.NumberTerm(json.Number(strconv.FormatInt(free, 10)))
+		}
+	}
+	free := big.NewInt(h)
+	free.Sub(free, big.NewInt(u))
+	free.Sub(free, big.NewInt(r))
+	return ast.NumberTerm(json.Number(free.String()))
+}
+
+// sub is a - b, and false when that overflows an int64.
+func sub(a, b int64) (int64, bool) {
+	d := a - b
+	return d, (b >= 0) == (d <= a)
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+	"math/big"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -109,13 +111,14 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 		return map[string]any{"name": name, "role": role, "pods": jsonNumber(pods), "perPodMilli": jsonNumber(perPodMilli), "undeclared": undeclared}
 	}
 	want := map[string]any{
-		"requests.nvidia.com/gpu": map[string]any{"kind": "requests", "resource": "nvidia.com/gpu", "milli": jsonNumber(12000),
+		// free: hard - used - reserved (a/selected holds 2 workers' worth).
+		"requests.nvidia.com/gpu": map[string]any{"kind": "requests", "resource": "nvidia.com/gpu", "milli": jsonNumber(12000), "free": jsonNumber(16000 - 4000 - 8000),
 			"parts": []any{part("node", "worker", 3, 4000, false)}},
-		"cpu": map[string]any{"kind": "requests", "resource": "cpu", "milli": jsonNumber(6000),
+		"cpu": map[string]any{"kind": "requests", "resource": "cpu", "milli": jsonNumber(6000), "free": jsonNumber(10000 - 4000),
 			"parts": []any{part("node", "worker", 3, 2000, false)}},
-		"limits.memory": map[string]any{"kind": "limits", "resource": "memory", "milli": jsonNumber(3 * 1073741824000),
+		"limits.memory": map[string]any{"kind": "limits", "resource": "memory", "milli": jsonNumber(3 * 1073741824000), "free": jsonNumber(6 * 1073741824000),
 			"parts": []any{part("node", "worker", 3, 1073741824000, false)}},
-		"pods": map[string]any{"kind": "pods", "resource": "", "milli": jsonNumber(3000),
+		"pods": map[string]any{"kind": "pods", "resource": "", "milli": jsonNumber(3000), "free": jsonNumber(10000 - 2000),
 			"parts": []any{part("node", "worker", 3, 1000, false)}},
 	}
 	if diff := cmp.Diff(want, q["demand"]); diff != "" {
@@ -152,4 +155,21 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 func jsonNumber(n int) any {
 	v, _ := ast.JSON(ast.IntNumberTerm(n).Value)
 	return v
+}
+
+// demand.free is exact beyond int64: the subtraction falls back to big integers.
+func TestFreeTermExact(t *testing.T) {
+	q := &corev1.ResourceQuota{
+		Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.memory": resource.MustParse("1Ki")}},
+		Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}},
+	}
+	reserved := corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}
+	got := freeTerm(q, "requests.memory", reserved).String()
+	want := new(big.Int).Sub(big.NewInt(1024000), new(big.Int).Mul(big.NewInt(math.MaxInt64), big.NewInt(2))).String()
+	if got != want {
+		t.Errorf("free = %s, want %s", got, want)
+	}
+	if got := freeTerm(q, "requests.cpu", nil).String(); got != "0" {
+		t.Errorf("free of a resource the quota does not list = %s, want 0", got)
+	}
 }
