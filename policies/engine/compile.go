@@ -91,6 +91,9 @@ type compiledSet struct {
 	settings         map[string]PolicySettings
 	// params is input.parameters, built once per set.
 	params *ast.Term
+	// static are the rules that depend only on the parameters and the
+	// namespace, evaluated once per namespace content.
+	static *staticRules
 }
 
 // compile parses, compiles and prepares a policy set. Any error is a
@@ -141,6 +144,10 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	static, err := newStaticRules(ctx, c, params)
+	if err != nil {
+		return nil, err
+	}
 	names := make([]string, 0, len(known))
 	for n := range known {
 		names = append(names, n)
@@ -153,6 +160,7 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 		policies: names,
 		settings: set.Parameters.Policies,
 		params:   params,
+		static:   static,
 	}, nil
 }
 

@@ -30,7 +30,7 @@ func TestConstraintsInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := mpiRequest("team-a", 2)
 			req.Runtime = RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "rt", Annotations: annotations}
-			doc, err := ast.JSON(buildInput(req, ast.ObjectTerm()))
+			doc, err := ast.JSON(buildInput(req, ast.ObjectTerm(), namespaceTerm(req.Namespace, req.TrainJob.Namespace)))
 			if err != nil {
 				t.Fatal(err)
 			}

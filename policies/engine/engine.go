@@ -135,8 +135,10 @@ func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (
 	if req.MutationOnly {
 		q = &set.mutate
 	}
+	ns := namespaceTerm(req.Namespace, req.TrainJob.Namespace)
 	vc := newVirtualCache()
-	rs, err := q.pq.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params)), rego.EvalVirtualCache(vc))
+	set.static.valuesFor(ctx, ns).prime(vc)
+	rs, err := q.pq.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params, ns)), rego.EvalVirtualCache(vc))
 	vc.release() // the results are Go values: nothing refers to the cache's terms
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)

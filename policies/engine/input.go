@@ -87,15 +87,17 @@ func stringTerm(s string) *ast.Term {
 	return ast.StringTerm(s)
 }
 
-// buildInput assembles the whole input document for one request.
-func buildInput(req *Request, params *ast.Term) ast.Value {
+// buildInput assembles the whole input document for one request; ns is
+// input.namespace (namespaceTerm), built by the caller, which also keys the
+// static rules on it.
+func buildInput(req *Request, params, ns *ast.Term) ast.Value {
 	tj := req.TrainJob
 	items := make([][2]*ast.Term, 0, 8)
 	items = append(items,
 		item(kRequest, requestTerm(req)),
 		item(kTrainJob, trainJobTerm(tj)),
 		item(kJob, jobTerm(req.View)),
-		item(kNamespace, namespaceTerm(req.Namespace, tj.Namespace)),
+		item(kNamespace, ns),
 		item(kQuotas, quotasTerm(req)),
 		item(kRuntime, ast.ObjectTerm(
 			item(kKind, ast.StringTerm(req.Runtime.Kind)),

@@ -45,7 +45,7 @@ func TestInputDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := ast.JSON(buildInput(req, c.params))
+	doc, err := ast.JSON(buildInput(req, c.params, namespaceTerm(req.Namespace, req.TrainJob.Namespace)))
 	if err != nil {
 		t.Fatal(err)
 	}
