@@ -43,12 +43,29 @@ deny contains lib.violation("spec.runtimePatches", lib.msg_not_restricted(rj.rol
 # value, or (only when there is none) no restriction at all. The arguments
 # are the small parts of a replicated job, never the whole job: Rego copies
 # what it passes to a function.
-problems(selector, terms) := outside if {
+problems(selector, terms) := set() if {
+	zone_mutated(selector, terms)
+} else := outside if {
 	outside := selector_outside(selector) | terms_outside(terms)
 	count(outside) > 0
 } else := {sprintf("no nodeSelector or required node affinity restricts %s", [node_label])} if {
 	not restricted(selector, terms)
 } else := set()
+
+# zone_mutated recognises, with one comparison, pods exactly as this policy's
+# mutation leaves them (the common case), which have no problem: the zone
+# expression as their only required term and no node selector for the label,
+# or the zone's single value as node selector and no required term.
+zone_mutated(selector, terms) if {
+	terms == zone_terms
+	not selects_label(selector)
+}
+
+zone_mutated(selector, []) if selector[node_label] in allowed
+
+zone_terms := [{"matchExpressions": [zone_expr]}]
+
+selects_label(selector) if _ = selector[node_label]
 
 selector_outside(selector) := {sprintf("nodeSelector %s=%s is outside the zone", [node_label, v]) |
 	v := selector[node_label]

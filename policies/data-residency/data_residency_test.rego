@@ -79,6 +79,21 @@ test_affinity_for_other_region_denied if {
 	}}
 }
 
+# The shapes the mutation leaves are recognised with one comparison
+# (zone_mutated); a selector for another value beside them is still denied.
+test_mutated_shapes_allowed_other_selector_denied if {
+	values := ["eu-west-1", "eu-central-1"]
+	zone_term := {"matchExpressions": [{"key": region, "operator": "In", "values": ["eu-central-1", "eu-west-1"]}]}
+	count(data_residency.deny) == 0 with input as job_input("UPDATE", [worker({"requiredNodeSelectorTerms": [zone_term]})], values)
+	count(data_residency.deny) == 0 with input as job_input("UPDATE", [worker(in_eu)], values)
+	count(data_residency.deny) == 0 with input as job_input("UPDATE", [worker(object.union(in_eu, {"requiredNodeSelectorTerms": [zone_term]}))], values)
+	got := data_residency.deny with input as job_input("UPDATE", [worker({"nodeSelector": {region: "us-east-1"}, "requiredNodeSelectorTerms": [zone_term]})], values)
+	got == {{
+		"field": "spec.runtimePatches",
+		"msg": `pods of worker may run outside data residency zone "eu": nodeSelector topology.kubernetes.io/region=us-east-1 is outside the zone; restrict them to topology.kubernetes.io/region in {eu-central-1, eu-west-1} (remove selectors and required affinity for other values)`,
+	}}
+}
+
 test_one_unrestricted_term_denied if {
 	ok := {"matchExpressions": [{"key": region, "operator": "In", "values": ["eu-west-1"]}]}
 	open := {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}
