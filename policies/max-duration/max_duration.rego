@@ -33,27 +33,27 @@ limit_source := sprintf("namespace %q (annotation %s)", [ns.name, params.namespa
 
 else := "the cluster"
 
-# deadline is spec.activeDeadlineSeconds, 0 when unset.
-deadline := input.trainJob.activeDeadlineSeconds
+# The rules read input.trainJob.activeDeadlineSeconds (0 when unset) directly:
+# an alias rule cost a rule evaluation per reference in every decision.
 
 default_seconds := min([round(params.defaultHours * 3600), limit_seconds])
 
 mutate contains {"target": "trainJob", "field": "spec.activeDeadlineSeconds", "value": default_seconds} if {
 	lib.mpi_job
 	lib.is_create
-	deadline == 0
+	input.trainJob.activeDeadlineSeconds == 0
 }
 
-deny contains lib.violation("spec.activeDeadlineSeconds", lib.msg_over_max_duration(deadline, limit_seconds, limit_source)) if {
+deny contains lib.violation("spec.activeDeadlineSeconds", lib.msg_over_max_duration(input.trainJob.activeDeadlineSeconds, limit_seconds, limit_source)) if {
 	lib.mpi_job
 	lib.is_create
-	deadline > limit_seconds
+	input.trainJob.activeDeadlineSeconds > limit_seconds
 }
 
 deny contains lib.violation("spec.activeDeadlineSeconds", lib.msg_no_duration(limit_seconds, limit_source)) if {
 	lib.mpi_job
 	lib.is_create
-	deadline == 0
+	input.trainJob.activeDeadlineSeconds == 0
 }
 
 deny contains lib.violation("metadata.namespace", lib.msg_bad_duration_annotation(ns.name, params.namespaceAnnotation, annotation_value)) if {

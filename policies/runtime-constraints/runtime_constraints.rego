@@ -16,8 +16,6 @@ import data.mpiguard.lib
 
 runtime := input.runtime.name
 
-job := input.job
-
 deny contains lib.violation("spec.runtimeRef.name", lib.msg_constraint_malformed(input.runtime.kind, runtime, err)) if {
 	lib.mpi_job
 	some err in input.runtime.constraints.errors
@@ -29,14 +27,14 @@ deny contains lib.violation("spec.runtimeRef.name", lib.msg_namespace_not_allowe
 	not namespace_allowed
 }
 
-deny contains lib.violation("spec.trainer.numNodes", lib.msg_too_many_workers(job.numNodes, runtime, input.runtime.constraints.maxWorkers)) if {
+deny contains lib.violation("spec.trainer.numNodes", lib.msg_too_many_workers(input.job.numNodes, runtime, input.runtime.constraints.maxWorkers)) if {
 	lib.mpi_job
-	job.numNodes > input.runtime.constraints.maxWorkers
+	input.job.numNodes > input.runtime.constraints.maxWorkers
 }
 
-deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_too_many_gpus(job.gpusPerWorker, runtime, input.runtime.constraints.maxGPUsPerWorker)) if {
+deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_too_many_gpus(input.job.gpusPerWorker, runtime, input.runtime.constraints.maxGPUsPerWorker)) if {
 	lib.mpi_job
-	job.gpusPerWorker > input.runtime.constraints.maxGPUsPerWorker
+	input.job.gpusPerWorker > input.runtime.constraints.maxGPUsPerWorker
 }
 
 # Every launcher and Worker pod, as the Trainer will create it (after every
@@ -44,7 +42,7 @@ deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_too_many_gp
 deny contains lib.violation("spec.runtimePatches", lib.msg_not_pinned(rj, missing, runtime)) if {
 	lib.mpi_job
 	required := input.runtime.constraints.requiredNodeLabels
-	some rj in job.replicatedJobs
+	some rj in input.job.replicatedJobs
 	rj.role in {"launcher", "worker"}
 	missing := {label_text(key, value) |
 		some key, value in required

@@ -20,28 +20,29 @@ default_params := {
 
 params := lib.params("slots-gpus", default_params)
 
-job := input.job
+# The rules read input.job.<field> directly: an alias rule (job := input.job)
+# cost a rule evaluation per reference in every decision.
 
-deny contains lib.violation("spec.trainer.numNodes", lib.msg_no_nodes(job.numNodes)) if {
+deny contains lib.violation("spec.trainer.numNodes", lib.msg_no_nodes(input.job.numNodes)) if {
 	lib.mpi_job
-	job.numNodes < 1
+	input.job.numNodes < 1
 }
 
-deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_no_slots(job.slotsPerWorker)) if {
+deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_no_slots(input.job.slotsPerWorker)) if {
 	lib.mpi_job
-	job.slotsPerWorker < 1
+	input.job.slotsPerWorker < 1
 }
 
-deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_not_gpus(job.slotsPerWorker, job.gpusPerWorker)) if {
+deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_not_gpus(input.job.slotsPerWorker, input.job.gpusPerWorker)) if {
 	gpu_workers
 	params.mode == "equal"
-	job.slotsPerWorker != job.gpusPerWorker
+	input.job.slotsPerWorker != input.job.gpusPerWorker
 }
 
-deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_over_gpus(job.slotsPerWorker, job.gpusPerWorker)) if {
+deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_over_gpus(input.job.slotsPerWorker, input.job.gpusPerWorker)) if {
 	gpu_workers
 	params.mode == "at-most"
-	job.slotsPerWorker > job.gpusPerWorker
+	input.job.slotsPerWorker > input.job.gpusPerWorker
 }
 
 deny contains lib.violation(env.field, lib.msg_reserved_env(env.name, env.field)) if {
@@ -50,19 +51,19 @@ deny contains lib.violation(env.field, lib.msg_reserved_env(env.name, env.field)
 	env.name in params.reservedEnv
 }
 
-warn contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_over_cpus(job.slotsPerWorker, lib.display("cpu", cpus))) if {
+warn contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_over_cpus(input.job.slotsPerWorker, lib.display("cpu", cpus))) if {
 	lib.mpi_job
-	job.gpusPerWorker == 0
+	input.job.gpusPerWorker == 0
 	cpus := worker_cpu_milli
 	cpus > 0
-	job.slotsPerWorker * 1000 > cpus
+	input.job.slotsPerWorker * 1000 > cpus
 }
 
 gpu_workers if {
 	lib.mpi_job
-	job.gpusPerWorker > 0
-	job.slotsPerWorker >= 1
+	input.job.gpusPerWorker > 0
+	input.job.slotsPerWorker >= 1
 }
 
 # worker_cpu_milli is one worker pod's CPU request (requests default to limits).
-worker_cpu_milli := lib.milli(job.workers.perPod.requests, "cpu")
+worker_cpu_milli := lib.milli(input.job.workers.perPod.requests, "cpu")
