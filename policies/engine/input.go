@@ -100,8 +100,8 @@ func buildInput(req *Request, params, ns *ast.Term) ast.Value {
 		item(kNamespace, ns),
 		item(kQuotas, quotasTerm(req)),
 		item(kRuntime, ast.ObjectTerm(
-			item(kKind, ast.StringTerm(req.Runtime.Kind)),
-			item(kName, ast.StringTerm(req.Runtime.Name)),
+			item(kKind, vocabularyTerm(req.Runtime.Kind)),
+			item(kName, vocabularyTerm(req.Runtime.Name)),
 			item(kLabels, stringMapTerm(req.Runtime.Labels)),
 			item(kAnnotations, stringMapTerm(req.Runtime.Annotations)),
 			item(kConstraints, constraintsTerm(req.Runtime.Annotations)),
@@ -115,13 +115,17 @@ func buildInput(req *Request, params, ns *ast.Term) ast.Value {
 }
 
 func requestTerm(req *Request) *ast.Term {
-	groups := make([]*ast.Term, len(req.Groups))
-	for i, g := range req.Groups {
-		groups[i] = ast.StringTerm(g)
+	groups := emptyArray
+	if len(req.Groups) > 0 {
+		gs := make([]*ast.Term, len(req.Groups))
+		for i, g := range req.Groups {
+			gs[i] = vocabularyTerm(g)
+		}
+		groups = ast.ArrayTerm(gs...)
 	}
 	return ast.ObjectTerm(
 		item(kOperation, stringTerm(string(req.Operation))),
-		item(kUser, ast.ObjectTerm(item(kUsername, ast.StringTerm(req.User)), item(kGroups, ast.ArrayTerm(groups...)))),
+		item(kUser, ast.ObjectTerm(item(kUsername, ast.StringTerm(req.User)), item(kGroups, groups))),
 		item(kDryRun, boolTerm(req.DryRun)),
 	)
 }
@@ -130,7 +134,7 @@ func trainJobTerm(tj *trainer.TrainJob) *ast.Term {
 	items := make([][2]*ast.Term, 0, 12)
 	items = append(items,
 		item(kName, ast.StringTerm(tj.Name)),
-		item(kNamespace, ast.StringTerm(tj.Namespace)),
+		item(kNamespace, vocabularyTerm(tj.Namespace)),
 		item(kLabels, stringMapTerm(tj.Labels)),
 		item(kAnnotations, stringMapTerm(tj.Annotations)),
 		item(kSuspend, boolTerm(tj.Spec.Suspend != nil && *tj.Spec.Suspend)),
@@ -145,11 +149,15 @@ func trainJobTerm(tj *trainer.TrainJob) *ast.Term {
 			items = append(items, item(kNumProcPerNode, intTerm(*t.NumProcPerNode)))
 		}
 	}
-	managers := make([]*ast.Term, len(tj.Spec.RuntimePatches))
-	for i, p := range tj.Spec.RuntimePatches {
-		managers[i] = ast.StringTerm(p.Manager)
+	managers := emptyArray
+	if len(tj.Spec.RuntimePatches) > 0 {
+		ms := make([]*ast.Term, len(tj.Spec.RuntimePatches))
+		for i, p := range tj.Spec.RuntimePatches {
+			ms[i] = vocabularyTerm(p.Manager)
+		}
+		managers = ast.ArrayTerm(ms...)
 	}
-	items = append(items, item(kRuntimePatchManagers, ast.ArrayTerm(managers...)))
+	items = append(items, item(kRuntimePatchManagers, managers))
 	return ast.NewTerm(ast.NewObject(items...))
 }
 
@@ -185,15 +193,18 @@ func envTerm(tj *trainer.TrainJob) *ast.Term {
 			}
 		}
 	}
+	if len(envs) == 0 {
+		return emptyArray
+	}
 	return ast.ArrayTerm(envs...)
 }
 
 func namespaceTerm(ns *corev1.Namespace, name string) *ast.Term {
 	if ns == nil {
-		return ast.ObjectTerm(item(kName, ast.StringTerm(name)), item(kLabels, ast.ObjectTerm()), item(kAnnotations, ast.ObjectTerm()))
+		return ast.ObjectTerm(item(kName, vocabularyTerm(name)), item(kLabels, emptyObject), item(kAnnotations, emptyObject))
 	}
 	return ast.ObjectTerm(
-		item(kName, ast.StringTerm(ns.Name)),
+		item(kName, vocabularyTerm(ns.Name)),
 		item(kLabels, stringMapTerm(ns.Labels)),
 		item(kAnnotations, stringMapTerm(ns.Annotations)),
 	)
@@ -212,25 +223,29 @@ func jobTerm(v *render.JobView) *ast.Term {
 			workers = roles[i]
 		}
 	}
-	problems := make([]*ast.Term, len(v.Problems))
-	for i, p := range v.Problems {
-		problems[i] = ast.ObjectTerm(
-			item(kField, ast.StringTerm(p.Field)),
-			item(kType, ast.StringTerm(string(p.Type))),
-			item(kDetail, ast.StringTerm(p.ErrorBody())),
-		)
+	problems := emptyArray
+	if len(v.Problems) > 0 {
+		ps := make([]*ast.Term, len(v.Problems))
+		for i, p := range v.Problems {
+			ps[i] = ast.ObjectTerm(
+				item(kField, ast.StringTerm(p.Field)),
+				item(kType, ast.StringTerm(string(p.Type))),
+				item(kDetail, ast.StringTerm(p.ErrorBody())),
+			)
+		}
+		problems = ast.ArrayTerm(ps...)
 	}
 	items := make([][2]*ast.Term, 0, 12)
 	items = append(items,
 		item(kMPI, boolTerm(v.MPI)),
-		item(kMPIImplementation, ast.StringTerm(v.MPIImplementation)),
+		item(kMPIImplementation, vocabularyTerm(v.MPIImplementation)),
 		item(kRunLauncherAsNode, boolTerm(v.RunLauncherAsNode)),
 		item(kNumNodes, intTerm(v.NumNodes)),
 		item(kSlotsPerWorker, intTerm(v.SlotsPerWorker)),
 		item(kGPUsPerWorker, intTerm(v.GPUsPerWorker)),
 		item(kReplicatedJobs, ast.ArrayTerm(roles...)),
 		item(kTotal, chargeTerm(&v.Total)),
-		item(kProblems, ast.ArrayTerm(problems...)),
+		item(kProblems, problems),
 	)
 	if launcher != nil {
 		items = append(items, item(kLauncher, launcher))
@@ -245,11 +260,11 @@ func roleTerm(rj *render.ReplicatedJobView) *ast.Term {
 	spec := &rj.PodTemplate.Spec
 	items := make([][2]*ast.Term, 0, 11)
 	items = append(items,
-		item(kName, stringTerm(rj.Name)),
+		item(kName, vocabularyTerm(rj.Name)),
 		item(kRole, stringTerm(string(rj.Role))),
 		item(kPods, intTerm(rj.Pods)),
 		item(kPerPod, chargeTerm(&rj.PerPod)),
-		item(kPriorityClassName, ast.StringTerm(spec.PriorityClassName)),
+		item(kPriorityClassName, vocabularyTerm(spec.PriorityClassName)),
 		item(kTerminating, boolTerm(terminating(spec))),
 		item(kLabels, stringMapTerm(rj.PodTemplate.Labels)),
 		item(kAnnotations, stringMapTerm(rj.PodTemplate.Annotations)),
@@ -266,7 +281,22 @@ func requiredTerms(spec *corev1.PodSpec) []corev1.NodeSelectorTerm {
 	return spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 }
 
+// nodeTermsTerm is requiredNodeSelectorTerms, shared between requests by content.
 func nodeTermsTerm(terms []corev1.NodeSelectorTerm) *ast.Term {
+	if len(terms) == 0 {
+		return emptyArray
+	}
+	key := getKeyBuf()
+	defer key.release()
+	key.int(int64(len(terms)))
+	for _, t := range terms {
+		key.requirements(t.MatchExpressions)
+		key.requirements(t.MatchFields)
+	}
+	return nodeTermsTerms.cached(key.b, func() *ast.Term { return newNodeTermsTerm(terms) })
+}
+
+func newNodeTermsTerm(terms []corev1.NodeSelectorTerm) *ast.Term {
 	out := make([]*ast.Term, len(terms))
 	for i, t := range terms {
 		items := make([][2]*ast.Term, 0, 2)
@@ -285,11 +315,11 @@ func requirementsTerm(reqs []corev1.NodeSelectorRequirement) *ast.Term {
 	out := make([]*ast.Term, len(reqs))
 	for i, r := range reqs {
 		items := make([][2]*ast.Term, 0, 3)
-		items = append(items, item(kKey, ast.StringTerm(r.Key)), item(kOperator, ast.StringTerm(string(r.Operator))))
+		items = append(items, item(kKey, vocabularyTerm(r.Key)), item(kOperator, vocabularyTerm(string(r.Operator))))
 		if len(r.Values) > 0 {
 			vals := make([]*ast.Term, len(r.Values))
 			for j, v := range r.Values {
-				vals[j] = ast.StringTerm(v)
+				vals[j] = vocabularyTerm(v)
 			}
 			items = append(items, item(kValues, ast.ArrayTerm(vals...)))
 		}
@@ -298,7 +328,19 @@ func requirementsTerm(reqs []corev1.NodeSelectorRequirement) *ast.Term {
 	return ast.ArrayTerm(out...)
 }
 
+// chargeTerm is what pods are charged, shared between requests by content.
 func chargeTerm(c *render.Charge) *ast.Term {
+	key := getKeyBuf()
+	defer key.release()
+	key.resources(c.Requests)
+	key.resources(c.Limits)
+	key.int(int64(c.Pods))
+	key.names(c.MissingRequests)
+	key.names(c.MissingLimits)
+	return chargeTerms.cached(key.b, func() *ast.Term { return newChargeTerm(c) })
+}
+
+func newChargeTerm(c *render.Charge) *ast.Term {
 	return ast.ObjectTerm(
 		item(kRequests, resourcesTerm(c.Requests)),
 		item(kLimits, resourcesTerm(c.Limits)),
@@ -309,19 +351,33 @@ func chargeTerm(c *render.Charge) *ast.Term {
 }
 
 func namesTerm(names []corev1.ResourceName) *ast.Term {
+	if len(names) == 0 {
+		return emptyArray
+	}
 	out := make([]*ast.Term, len(names))
 	for i, n := range names {
-		out[i] = ast.StringTerm(string(n))
+		out[i] = vocabularyTerm(string(n))
 	}
 	return ast.ArrayTerm(out...)
 }
 
+// resourcesTerm is a resource list, shared between requests by content.
 func resourcesTerm(list corev1.ResourceList) *ast.Term {
-	obj := ast.NewObject()
-	for name, q := range list {
-		obj.Insert(ast.StringTerm(string(name)), quantityTerm(q))
+	if len(list) == 0 {
+		return emptyObject
 	}
-	return ast.NewTerm(obj)
+	key := getKeyBuf()
+	defer key.release()
+	key.resources(list)
+	return resourceTerms.cached(key.b, func() *ast.Term { return newResourcesTerm(list) })
+}
+
+func newResourcesTerm(list corev1.ResourceList) *ast.Term {
+	items := make([][2]*ast.Term, 0, len(list))
+	for name, q := range list {
+		items = append(items, item(vocabularyTerm(string(name)), quantityTerm(q)))
+	}
+	return ast.ObjectTerm(items...)
 }
 
 // quantityTerm gives Rego a quantity as numbers it can add exactly: value in
@@ -374,10 +430,29 @@ func newQuantityTerm(q resource.Quantity, m int64) *ast.Term {
 	)
 }
 
+// stringMapTerm is a map of strings (labels, annotations, node selector),
+// shared between requests by content when small.
 func stringMapTerm(m map[string]string) *ast.Term {
+	if len(m) == 0 {
+		return emptyObject
+	}
+	size := 0
+	for k, v := range m {
+		size += len(k) + len(v)
+	}
+	if size > maxCachedKey {
+		return newStringMapTerm(m)
+	}
+	key := getKeyBuf()
+	defer key.release()
+	key.stringMap(m)
+	return stringMapTerms.cached(key.b, func() *ast.Term { return newStringMapTerm(m) })
+}
+
+func newStringMapTerm(m map[string]string) *ast.Term {
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
-		items = append(items, item(ast.StringTerm(k), ast.StringTerm(v)))
+		items = append(items, item(vocabularyTerm(k), ast.StringTerm(v)))
 	}
 	return ast.ObjectTerm(items...)
 }

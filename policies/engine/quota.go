@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"math/big"
-	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -20,25 +19,29 @@ func quotasTerm(req *Request) *ast.Term {
 	out := make([]*ast.Term, 0, len(req.Quotas))
 	for i := range req.Quotas {
 		q := &req.Quotas[i]
-		var roles []*ast.Term
+		roles := make([]*ast.Term, 0, len(req.View.ReplicatedJobs))
 		for j := range req.View.ReplicatedJobs {
 			rj := &req.View.ReplicatedJobs[j]
 			if quotaSelects(q, &rj.PodTemplate.Spec) {
-				roles = append(roles, ast.StringTerm(rj.Name))
+				roles = append(roles, vocabularyTerm(rj.Name))
 			}
 		}
 		reserved, by := reservedFor(q, req.Reserved)
 		demand := demandTerm(q, req.View, reserved)
-		byTerms := make([]*ast.Term, len(by))
-		for k, name := range by {
-			byTerms[k] = ast.StringTerm(name)
+		reservedBy := emptyArray
+		if len(by) > 0 {
+			byTerms := make([]*ast.Term, len(by))
+			for k, name := range by {
+				byTerms[k] = ast.StringTerm(name)
+			}
+			reservedBy = ast.ArrayTerm(byTerms...)
 		}
 		out = append(out, ast.ObjectTerm(
-			item(kName, ast.StringTerm(q.Name)),
+			item(kName, vocabularyTerm(q.Name)),
 			item(kHard, resourcesTerm(q.Spec.Hard)),
 			item(kUsed, resourcesTerm(q.Status.Used)),
 			item(kReserved, resourcesTerm(reserved)),
-			item(kReservedBy, ast.ArrayTerm(byTerms...)),
+			item(kReservedBy, reservedBy),
 			item(kRoles, ast.ArrayTerm(roles...)),
 			item(kDemand, demand),
 		))
@@ -75,18 +78,15 @@ func demandTerm(q *corev1.ResourceQuota, v *render.JobView, reserved corev1.Reso
 			amount, _ := chargedFor(name, usage[j])
 			per := amount.MilliValue()
 			total += per * int64(rj.Pods)
-			parts = append(parts, ast.ObjectTerm(
-				item(kName, stringTerm(rj.Name)),
-				item(kRole, stringTerm(string(rj.Role))),
-				item(kPods, intTerm(rj.Pods)),
-				item(kPerPodMilli, ast.NumberTerm(json.Number(strconv.FormatInt(per, 10)))),
-				item(kUndeclared, boolTerm(undeclared(kind, res, &rj.PerPod))),
-			))
+			parts = append(parts, demandPartTerm(demandPartKey{
+				name: rj.Name, role: string(rj.Role), pods: rj.Pods, perPod: per,
+				undeclared: undeclared(kind, res, &rj.PerPod),
+			}))
 		}
-		obj.Insert(ast.StringTerm(string(name)), ast.ObjectTerm(
+		obj.Insert(vocabularyTerm(string(name)), ast.ObjectTerm(
 			item(kKind, stringTerm(kind)),
-			item(kResource, stringTerm(res)),
-			item(kMilli, ast.NumberTerm(json.Number(strconv.FormatInt(total, 10)))),
+			item(kResource, vocabularyTerm(res)),
+			item(kMilli, int64Term(total)),
 			item(kFree, freeTerm(q, name, reserved)),
 			item(kParts, ast.ArrayTerm(parts...)),
 		))
@@ -300,7 +300,7 @@ func freeTerm(q *corev1.ResourceQuota, name corev1.ResourceName, reserved corev1
 	h, u, r := hard.MilliValue(), used.MilliValue(), held.MilliValue()
 	if free, ok := sub(h, u); ok {
 		if free, ok = sub(free, r); ok {
-			return ast.NumberTerm(json.Number(strconv.FormatInt(free, 10)))
+			return int64Term(free)
 		}
 	}
 	free := big.NewInt(h)
