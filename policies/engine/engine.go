@@ -10,10 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	opametrics "github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+var noMetrics = opametrics.NoOp()
 
 // RenderPolicy is the built-in policy that denies jobs whose rendered pods the
 // apiserver would reject (render.JobView.Problems): such a job would be
@@ -138,7 +142,17 @@ func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (
 	ns := namespaceTerm(req.Namespace, req.TrainJob.Namespace)
 	vc := newVirtualCache()
 	set.static.valuesFor(ctx, ns).prime(vc)
-	rs, err := q.pq.Eval(ctx, rego.EvalParsedInput(buildInput(req, set.params, ns)), rego.EvalVirtualCache(vc))
+	// OPA starts a goroutine per evaluation to watch ctx unless given a
+	// Cancel; context.AfterFunc cancels it the same way without one.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	rs, err := q.pq.Eval(ctx,
+		rego.EvalParsedInput(buildInput(req, set.params, ns)),
+		rego.EvalVirtualCache(vc),
+		rego.EvalExternalCancel(cancel),
+		rego.EvalMetrics(noMetrics), // nothing reads OPA's per-evaluation timers
+	)
+	stop()
 	vc.release() // the results are Go values: nothing refers to the cache's terms
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)

@@ -50,6 +50,8 @@ type staticValues struct {
 	hash      int
 	refs      []ast.Ref
 	values    []*ast.Term // nil: the rule is undefined for this namespace
+	// index maps a reference hash to the positions of refs with that hash.
+	index map[int][]int
 }
 
 // findStaticRules lists the complete rules of c whose value depends only on
@@ -265,6 +267,11 @@ func (s *staticRules) evaluate(ctx context.Context, ns *ast.Term, h int) (v *sta
 	for i, ref := range s.refs {
 		v.add(ref, rs[0].Bindings[fmt.Sprintf("s%d", i)])
 	}
+	v.index = make(map[int][]int, len(v.refs))
+	for i, ref := range v.refs {
+		h := ref.Hash()
+		v.index[h] = append(v.index[h], i)
+	}
 	return v, true
 }
 
@@ -286,12 +293,21 @@ func (v *staticValues) add(ref ast.Ref, binding any) {
 	}
 }
 
-// prime puts the static values into a decision's virtual cache.
+// prime makes the static values the base of a decision's virtual cache:
+// read-only, shared by every decision in the namespace, nothing copied.
 func (v *staticValues) prime(vc *virtualCache) {
-	if v == nil {
+	if v == nil || len(v.refs) == 0 {
 		return
 	}
-	for i, ref := range v.refs {
-		vc.Put(ref, v.values[i])
+	vc.base = v
+}
+
+// get is virtualCache.Get for the static values.
+func (v *staticValues) get(ref ast.Ref) (*ast.Term, bool) {
+	for _, i := range v.index[ref.Hash()] {
+		if v.refs[i].Equal(ref) {
+			return v.values[i], v.values[i] == nil
+		}
 	}
+	return nil, false
 }

@@ -36,7 +36,7 @@ func variedRequest(i int) *Request {
 			}}},
 		}}}
 		rj.PerPod = render.Charge{Pods: 1,
-			Requests: corev1.ResourceList{"cpu": resource.MustParse(fmt.Sprint(1+i%5)), "nvidia.com/gpu": resource.MustParse(fmt.Sprint(i % 3))},
+			Requests: corev1.ResourceList{"cpu": resource.MustParse(fmt.Sprint(1 + i%5)), "nvidia.com/gpu": resource.MustParse(fmt.Sprint(i % 3))},
 		}
 		if i%2 == 1 {
 			rj.PerPod.MissingLimits = []corev1.ResourceName{"memory"}

@@ -23,6 +23,9 @@ type virtualCache struct {
 	// refs holds the entries' reference terms: callers reuse their reference
 	// slices, so Put copies the terms (never the values, which are immutable).
 	refs []*ast.Term
+	// base holds values computed before the evaluation (the static rules),
+	// seen from the bottom frame only: a `with` frame evaluates afresh.
+	base *staticValues
 }
 
 type vcEntry struct {
@@ -48,6 +51,7 @@ func (c *virtualCache) release() {
 		c.frames[i] = nil
 	}
 	c.frames, c.marks = c.frames[:1], c.marks[:1]
+	c.base = nil
 	clear(c.frames[0])
 	clear(c.entries) // drop the references to this evaluation's terms
 	clear(c.refs)
@@ -106,6 +110,9 @@ func equalTerms(a []*ast.Term, b ast.Ref) bool {
 func (c *virtualCache) Get(ref ast.Ref) (*ast.Term, bool) {
 	i, ok := c.find(ref)
 	if !ok {
+		if len(c.frames) == 1 && c.base != nil {
+			return c.base.get(ref)
+		}
 		return nil, false
 	}
 	e := &c.entries[i]
@@ -137,6 +144,13 @@ func (c *virtualCache) Put(ref ast.Ref, value *ast.Term) {
 // Keys lists the references cached with a value in the top frame (for tracing).
 func (c *virtualCache) Keys() []ast.Ref {
 	var keys []ast.Ref
+	if len(c.frames) == 1 && c.base != nil {
+		for i, ref := range c.base.refs {
+			if c.base.values[i] != nil {
+				keys = append(keys, ref)
+			}
+		}
+	}
 	for _, e := range c.entries[c.marks[len(c.marks)-1]:] {
 		if e.value != nil {
 			keys = append(keys, append(ast.Ref(nil), c.refs[e.off:e.off+e.n]...))

@@ -91,3 +91,33 @@ func TestVirtualCachePushPop(t *testing.T) {
 		t.Fatalf("Get(c) after the caller reused its slice = %v", v)
 	}
 }
+
+// Static values are the base of the bottom frame only, and undefined ones read as undefined.
+func TestVirtualCacheBase(t *testing.T) {
+	a, u, other := ast.MustParseRef("data.p.a"), ast.MustParseRef("data.p.u"), ast.MustParseRef("data.p.other")
+	one := ast.IntNumberTerm(1)
+	base := &staticValues{refs: []ast.Ref{a, u}, values: []*ast.Term{one, nil}, index: map[int][]int{a.Hash(): {0}, u.Hash(): {1}}}
+	vc := newVirtualCache()
+	defer vc.release()
+	base.prime(vc)
+	if v, undef := vc.Get(a); v != one || undef {
+		t.Fatalf("Get(a) = %v, %v", v, undef)
+	}
+	if v, undef := vc.Get(u); v != nil || !undef {
+		t.Fatalf("Get(u) = %v, %v; want undefined", v, undef)
+	}
+	if v, undef := vc.Get(other); v != nil || undef {
+		t.Fatalf("Get(other) = %v, %v; want not cached", v, undef)
+	}
+	if keys := vc.Keys(); len(keys) != 1 || !keys[0].Equal(a) {
+		t.Fatalf("Keys() = %v", keys)
+	}
+	vc.Push()
+	if v, undef := vc.Get(a); v != nil || undef {
+		t.Fatalf("a with-frame sees the base: %v, %v", v, undef)
+	}
+	vc.Pop()
+	if v, _ := vc.Get(a); v != one {
+		t.Fatalf("after Pop a = %v", v)
+	}
+}
