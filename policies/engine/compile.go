@@ -14,9 +14,12 @@ import (
 var resultRules = []string{"deny", "warn", "mutate"}
 
 // decisionQuery collects the results of the rules include selects in one
-// evaluation: one binding per (policy, rule) the set defines, named r<i>, each
-// a comprehension so an undefined rule is an empty array. Naming every rule
-// explicitly is several times cheaper than iterating data.mpiguard.policies[_].
+// evaluation: one expression binding resultsVar to an object with a key per
+// (policy, rule) the set defines, named r<i>. Naming every rule explicitly is
+// several times cheaper than iterating data.mpiguard.policies[_], and one
+// expression is cheaper than one per rule. deny, warn and mutate are sets,
+// never undefined (a set without members is empty); a policy that defines one
+// as anything else makes the results malformed or undefined, an error.
 func decisionQuery(c *ast.Compiler, include func(policy, rule string) bool) (string, []queryBinding) {
 	defined := map[string]map[string]bool{}
 	for _, m := range c.Modules {
@@ -37,7 +40,7 @@ func decisionQuery(c *ast.Compiler, include func(policy, rule string) bool) (str
 		segments = append(segments, s)
 	}
 	sort.Strings(segments)
-	var q strings.Builder
+	var items []string
 	var bindings []queryBinding
 	for _, seg := range segments {
 		for _, rule := range resultRules {
@@ -46,12 +49,18 @@ func decisionQuery(c *ast.Compiler, include func(policy, rule string) bool) (str
 				continue
 			}
 			name := fmt.Sprintf("r%d", len(bindings))
-			fmt.Fprintf(&q, "%s := [x | some x in %s%s.%s]\n", name, PolicyPackagePrefix, seg, rule)
+			items = append(items, fmt.Sprintf("%q: %s%s.%s", name, PolicyPackagePrefix, seg, rule))
 			bindings = append(bindings, queryBinding{name: name, policy: policy, rule: rule})
 		}
 	}
-	return q.String(), bindings
+	if len(items) == 0 {
+		return "", nil
+	}
+	return resultsVar + " := {" + strings.Join(items, ", ") + "}", bindings
 }
+
+// resultsVar is the variable decisionQuery binds.
+const resultsVar = "results"
 
 // queryBinding says which policy and rule a binding of decisionQuery holds.
 type queryBinding struct {

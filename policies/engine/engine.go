@@ -160,7 +160,14 @@ func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("evaluating policy set %s: %d results, want 1", set.version, len(rs))
 	}
-	return e.assemble(set, q.bindings, req, rs[0].Bindings)
+	results := map[string]any{}
+	if len(q.bindings) > 0 {
+		var ok bool
+		if results, ok = rs[0].Bindings[resultsVar].(map[string]any); !ok {
+			return nil, fmt.Errorf("evaluating policy set %s: results are %T, want an object", set.version, rs[0].Bindings[resultsVar])
+		}
+	}
+	return e.assemble(set, q.bindings, req, results)
 }
 
 func validateRequest(req *Request) error {
@@ -178,7 +185,7 @@ func validateRequest(req *Request) error {
 }
 
 // assemble applies enforcement and exemptions to the raw policy results.
-func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Request, b rego.Vars) (*Decision, error) {
+func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Request, b map[string]any) (*Decision, error) {
 	d := &Decision{Allowed: true, Governed: true, PolicySetVersion: set.version}
 	ns := req.TrainJob.Namespace
 	settings := func(policy string) (PolicySettings, bool) {

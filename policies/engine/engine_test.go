@@ -265,6 +265,8 @@ func TestMalformedPolicyResultsAreErrors(t *testing.T) {
 		"violation without msg":         "package mpiguard.policies.bad\n\ndeny contains {\"field\": \"spec\"} if true\n",
 		"mutation of a forbidden field": "package mpiguard.policies.bad\n\nmutate contains {\"target\": \"trainJob\", \"field\": \"spec.trainer.numNodes\", \"value\": 1} if true\n",
 		"conflicting mutations":         "package mpiguard.policies.bad\n\nmutate contains {\"target\": \"podTemplate\", \"replicatedJob\": \"node\", \"field\": \"metadata.labels\", \"key\": \"k\", \"value\": v} if some v in [\"a\", \"b\"]\n",
+		"deny not a set":                "package mpiguard.policies.bad\n\ndeny := \"no\"\n",
+		"undefined deny":                "package mpiguard.policies.bad\n\ndeny := {\"x\"} if false\n",
 	}
 	for name, src := range cases {
 		t.Run(name, func(t *testing.T) {
