@@ -24,7 +24,6 @@ type admitter struct {
 	engine   *engine.Engine
 	ledger   *Ledger
 	views    *viewCache
-	decoder  admission.Decoder
 }
 
 // evaluation is one request on its way through the pipeline.
@@ -41,7 +40,7 @@ type evaluation struct {
 // UPDATE that changes nothing the job runs. Allow it untouched.
 func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evaluation, error) {
 	ev := &evaluation{job: &trainer.TrainJob{}}
-	if err := a.decoder.DecodeRaw(req.Object, ev.job); err != nil {
+	if err := decodeTrainJob(req.Object, ev.job); err != nil {
 		return nil, fmt.Errorf("decoding the TrainJob: %w", err)
 	}
 	if ev.job.Namespace == "" {
@@ -49,7 +48,7 @@ func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evalua
 	}
 	if req.Operation == admissionv1.Update {
 		ev.old = &trainer.TrainJob{}
-		if err := a.decoder.DecodeRaw(req.OldObject, ev.old); err != nil {
+		if err := decodeTrainJob(req.OldObject, ev.old); err != nil {
 			return nil, fmt.Errorf("decoding the stored TrainJob: %w", err)
 		}
 	}

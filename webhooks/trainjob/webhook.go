@@ -12,7 +12,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -48,7 +47,6 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		renderer: opts.Renderer,
 		engine:   opts.Engine,
 		views:    newViewCache(4096),
-		decoder:  admission.NewDecoder(mgr.GetScheme()),
 	}
 	a.ledger = NewLedger(mgr.GetClient(), opts.ReservationTTL)
 	srv := mgr.GetWebhookServer()

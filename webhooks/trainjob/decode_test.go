@@ -1,0 +1,85 @@
+package trainjob
+
+import (
+	stdjson "encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/randfill"
+)
+
+// TestDecodeTrainJobMatchesTheSchemeDecoder: on randomly filled TrainJobs
+// (every field, nil and set, odd strings) decodeTrainJob gives exactly what
+// controller-runtime's admission decoder gives.
+func TestDecodeTrainJobMatchesTheSchemeDecoder(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := trainer.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	decoder := admission.NewDecoder(scheme)
+	filled := 0
+	for seed := range int64(300) {
+		f := randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(14).Funcs(
+			// Types whose JSON form is not their Go fields: give them valid values.
+			func(v *metav1.FieldsV1, c randfill.Continue) { v.Raw = []byte(`{"f:spec":{}}`) },
+			func(q *resource.Quantity, c randfill.Continue) {
+				*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.DecimalSI)
+			},
+			func(v *intstr.IntOrString, c randfill.Continue) {
+				if c.Bool() {
+					*v = intstr.FromInt32(c.Int31())
+				} else {
+					*v = intstr.FromString(c.String(12))
+				}
+			},
+			func(v *metav1.Time, c randfill.Continue) { *v = metav1.Unix(c.Int63n(1<<32), 0) },
+		)
+		var job trainer.TrainJob
+		f.Fill(&job)
+		job.TypeMeta = metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind}
+		if job.Spec.Trainer != nil && len(job.Spec.RuntimePatches) > 0 {
+			filled++
+		}
+		raw, err := stdjson.Marshal(&job)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		want, got := &trainer.TrainJob{}, &trainer.TrainJob{}
+		if err := decoder.DecodeRaw(runtime.RawExtension{Raw: raw}, want); err != nil {
+			t.Fatalf("seed %d: controller-runtime: %v", seed, err)
+		}
+		if err := decodeTrainJob(runtime.RawExtension{Raw: raw}, got); err != nil {
+			t.Fatalf("seed %d: decodeTrainJob: %v", seed, err)
+		}
+		if !equality.Semantic.DeepEqual(want, got) {
+			t.Fatalf("seed %d: decodeTrainJob differs from controller-runtime's decoder (-controller-runtime +decodeTrainJob):\n%s", seed, cmp.Diff(want, got))
+		}
+	}
+	if filled < 50 {
+		t.Fatalf("only %d random TrainJobs had a trainer and runtime patches; fill deeper", filled)
+	}
+}
+
+func TestDecodeTrainJobRejectsOtherObjects(t *testing.T) {
+	for name, tc := range map[string]struct{ raw, want string }{
+		"no object":    {``, "no object"},
+		"not JSON":     {`{"apiVersion":`, ""},
+		"another kind": {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainingRuntime"}`, "not a trainer.kubeflow.org/v1alpha1, Kind=TrainJob"},
+		"no kind":      {`{"metadata":{"name":"x"}}`, "not a trainer.kubeflow.org/v1alpha1, Kind=TrainJob"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := decodeTrainJob(runtime.RawExtension{Raw: []byte(tc.raw)}, &trainer.TrainJob{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("decodeTrainJob(%q) = %v, want an error containing %q", tc.raw, err, tc.want)
+			}
+		})
+	}
+}
