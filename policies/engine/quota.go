@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -16,18 +17,39 @@ import (
 // status.used, what reserved jobs add, and which of this job's replicated jobs
 // the quota's scopes select (quota.roles), so Rego sums only those.
 func quotasTerm(req *Request) *ast.Term {
+	if len(req.Quotas) == 0 {
+		return emptyArray
+	}
 	out := make([]*ast.Term, 0, len(req.Quotas))
+	var usage []corev1.ResourceList // per replicated job, built on first use
 	for i := range req.Quotas {
 		q := &req.Quotas[i]
-		roles := make([]*ast.Term, 0, len(req.View.ReplicatedJobs))
-		for j := range req.View.ReplicatedJobs {
-			rj := &req.View.ReplicatedJobs[j]
-			if quotaSelects(q, &rj.PodTemplate.Spec) {
-				roles = append(roles, vocabularyTerm(rj.Name))
+		if usage == nil {
+			usage = perPodUsage(req.View)
+		}
+		out = append(out, quotaTerm(q, req, usage))
+	}
+	return ast.ArrayTerm(out...)
+}
+
+// quotaTerm is one quota's entry of input.quotas. The whole entry is shared
+// between requests by content: the quota's name, limits, usage and
+// reservations, and what this job demands of it.
+func quotaTerm(q *corev1.ResourceQuota, req *Request, usage []corev1.ResourceList) *ast.Term {
+	v := req.View
+	reserved, by := reservedFor(q, req.Reserved)
+	selected := make([]bool, len(v.ReplicatedJobs))
+	for j := range v.ReplicatedJobs {
+		selected[j] = quotaSelects(q, &v.ReplicatedJobs[j].PodTemplate.Spec)
+	}
+	demand := newQuotaDemand(q, v, usage, selected, reserved)
+	build := func() *ast.Term {
+		roles := make([]*ast.Term, 0, len(v.ReplicatedJobs))
+		for j := range v.ReplicatedJobs {
+			if selected[j] {
+				roles = append(roles, vocabularyTerm(v.ReplicatedJobs[j].Name))
 			}
 		}
-		reserved, by := reservedFor(q, req.Reserved)
-		demand := demandTerm(q, req.View, reserved)
 		reservedBy := emptyArray
 		if len(by) > 0 {
 			byTerms := make([]*ast.Term, len(by))
@@ -36,62 +58,137 @@ func quotasTerm(req *Request) *ast.Term {
 			}
 			reservedBy = ast.ArrayTerm(byTerms...)
 		}
-		out = append(out, ast.ObjectTerm(
+		return ast.ObjectTerm(
 			item(kName, vocabularyTerm(q.Name)),
 			item(kHard, resourcesTerm(q.Spec.Hard)),
 			item(kUsed, resourcesTerm(q.Status.Used)),
 			item(kReserved, resourcesTerm(reserved)),
 			item(kReservedBy, reservedBy),
 			item(kRoles, ast.ArrayTerm(roles...)),
-			item(kDemand, demand),
-		))
+			item(kDemand, demand.term()),
+		)
 	}
-	return ast.ArrayTerm(out...)
+	if demand.exotic {
+		return build()
+	}
+	key := getKeyBuf()
+	defer key.release()
+	key.str(q.Name)
+	key.resources(q.Spec.Hard)
+	key.resources(q.Status.Used)
+	key.resources(reserved)
+	key.int(int64(len(by)))
+	for _, name := range by {
+		key.str(name)
+	}
+	for j := range v.ReplicatedJobs {
+		if selected[j] {
+			key.str(v.ReplicatedJobs[j].Name)
+		}
+	}
+	key.int(-1)
+	demand.encode(key)
+	return quotaTerms.cached(key.b, build)
 }
 
-// demandTerm is what this job charges the quota, per quota resource name the
-// pods are charged for: kind (requests, limits, pods), the resource, the total
-// in milli units, what the quota has free for it (hard - used - reserved, in
-// milli units: plain arithmetic on the quota's own numbers, done here once so
-// Rego compares two integers instead of subtracting exact big numbers per
-// request), and the parts (one per replicated job the scopes select) with
-// their pod count, per-pod amount, and whether a container leaves the resource
-// undeclared (the apiserver then rejects the pod).
-func demandTerm(q *corev1.ResourceQuota, v *render.JobView, reserved corev1.ResourceList) *ast.Term {
-	obj := ast.NewObject()
-	var usage []corev1.ResourceList // per replicated job, built on first use
+// demandEntry is what this job charges a quota for one quota resource name.
+type demandEntry struct {
+	name        corev1.ResourceName
+	kind, res   string
+	total, free int64
+	parts       []demandPartKey
+}
+
+// quotaDemand is a quota's demand entries, sorted by name.
+type quotaDemand struct {
+	entries []demandEntry
+	// exotic: an amount beyond int64 (the term is built, never cached).
+	exotic   bool
+	q        *corev1.ResourceQuota
+	reserved corev1.ResourceList
+}
+
+// newQuotaDemand computes what this job charges the quota, per quota resource
+// name the pods are charged for: kind (requests, limits, pods), the resource,
+// the total in milli units, what the quota has free for it (hard - used -
+// reserved, in milli units: plain arithmetic on the quota's own numbers, done
+// here once so Rego compares two integers instead of subtracting exact big
+// numbers per request), and the parts (one per replicated job the scopes
+// select) with their pod count, per-pod amount, and whether a container
+// leaves the resource undeclared (the apiserver then rejects the pod).
+func newQuotaDemand(q *corev1.ResourceQuota, v *render.JobView, usage []corev1.ResourceList, selected []bool, reserved corev1.ResourceList) quotaDemand {
+	d := quotaDemand{q: q, reserved: reserved, entries: make([]demandEntry, 0, len(q.Spec.Hard))}
 	for name := range q.Spec.Hard {
 		kind, res, ok := quotaKey(name)
 		if !ok {
 			continue
 		}
-		var total int64
-		parts := make([]*ast.Term, 0, len(v.ReplicatedJobs))
-		if usage == nil {
-			usage = perPodUsage(v)
-		}
+		e := demandEntry{name: name, kind: kind, res: res, parts: make([]demandPartKey, 0, len(v.ReplicatedJobs))}
 		for j := range v.ReplicatedJobs {
-			rj := &v.ReplicatedJobs[j]
-			if !quotaSelects(q, &rj.PodTemplate.Spec) {
+			if !selected[j] {
 				continue
 			}
-			amount, _ := chargedFor(name, usage[j])
+			rj := &v.ReplicatedJobs[j]
+			amount := usage[j][name]
 			per := amount.MilliValue()
-			total += per * int64(rj.Pods)
-			parts = append(parts, demandPartTerm(demandPartKey{
+			e.total += per * int64(rj.Pods)
+			e.parts = append(e.parts, demandPartKey{
 				name: rj.Name, role: string(rj.Role), pods: rj.Pods, perPod: per,
 				undeclared: undeclared(kind, res, &rj.PerPod),
-			}))
+			})
 		}
-		obj.Insert(vocabularyTerm(string(name)), ast.ObjectTerm(
-			item(kKind, stringTerm(kind)),
-			item(kResource, vocabularyTerm(res)),
-			item(kMilli, int64Term(total)),
-			item(kFree, freeTerm(q, name, reserved)),
-			item(kParts, ast.ArrayTerm(parts...)),
-		))
+		free, ok := freeMilli(q, name, reserved)
+		if !ok {
+			d.exotic = true
+		}
+		e.free = free
+		d.entries = append(d.entries, e)
 	}
-	return ast.NewTerm(obj)
+	slices.SortFunc(d.entries, func(a, b demandEntry) int { return strings.Compare(string(a.name), string(b.name)) })
+	return d
+}
+
+func (d *quotaDemand) encode(key *keyBuf) {
+	key.int(int64(len(d.entries)))
+	for _, e := range d.entries {
+		key.str(string(e.name))
+		key.int(e.total)
+		key.int(e.free)
+		key.int(int64(len(e.parts)))
+		for _, p := range e.parts {
+			key.str(p.name)
+			key.str(p.role)
+			key.int(int64(p.pods))
+			key.int(p.perPod)
+			if p.undeclared {
+				key.int(1)
+			} else {
+				key.int(0)
+			}
+		}
+	}
+}
+
+// term is the demand object: quota resource name -> entry.
+func (d *quotaDemand) term() *ast.Term {
+	if len(d.entries) == 0 {
+		return emptyObject
+	}
+	items := make([][2]*ast.Term, 0, len(d.entries))
+	for _, e := range d.entries {
+		parts := make([]*ast.Term, len(e.parts))
+		for i, p := range e.parts {
+			parts[i] = demandPartTerm(p)
+		}
+		items = append(items, item(vocabularyTerm(string(e.name)), ast.ObjectTerm(
+			item(kKind, stringTerm(e.kind)),
+			item(kResource, vocabularyTerm(e.res)),
+			item(kMilli, int64Term(e.total)),
+			item(kFree, freeTerm(d.q, e.name, d.reserved)),
+			item(kParts, ast.ArrayTerm(parts...)),
+		)))
+	}
+	return ast.ObjectTerm(items...)
 }
 
 func undeclared(kind, res string, c *render.Charge) bool {
@@ -296,17 +393,24 @@ var kFree = ast.StringTerm("free")
 // same milli amounts the input's quantities carry, subtracted exactly (a
 // negative amount means the quota is over-committed).
 func freeTerm(q *corev1.ResourceQuota, name corev1.ResourceName, reserved corev1.ResourceList) *ast.Term {
+	if free, ok := freeMilli(q, name, reserved); ok {
+		return int64Term(free)
+	}
 	hard, used, held := q.Spec.Hard[name], q.Status.Used[name], reserved[name]
 	h, u, r := hard.MilliValue(), used.MilliValue(), held.MilliValue()
-	if free, ok := sub(h, u); ok {
-		if free, ok = sub(free, r); ok {
-			return int64Term(free)
-		}
-	}
 	free := big.NewInt(h)
 	free.Sub(free, big.NewInt(u))
 	free.Sub(free, big.NewInt(r))
 	return ast.NumberTerm(json.Number(free.String()))
+}
+
+// freeMilli is hard - used - reserved for name, false when it does not fit an int64.
+func freeMilli(q *corev1.ResourceQuota, name corev1.ResourceName, reserved corev1.ResourceList) (int64, bool) {
+	hard, used, held := q.Spec.Hard[name], q.Status.Used[name], reserved[name]
+	if free, ok := sub(hard.MilliValue(), used.MilliValue()); ok {
+		return sub(free, held.MilliValue())
+	}
+	return 0, false
 }
 
 // sub is a - b, and false when that overflows an int64.

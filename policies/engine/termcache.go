@@ -21,16 +21,25 @@ import (
 // maxCachedTerms bounds each content cache.
 const maxCachedTerms = 4096
 
-// maxCachedKey is the largest content encoding cached.
-const maxCachedKey = 512
+// maxCachedKey is the largest content encoding of a string map cached (such
+// maps are labels and annotations, which can hold whole manifests);
+// maxCachedStructKey that of the other contents (node selector terms,
+// charges, quotas), whose size the API bounds.
+const (
+	maxCachedKey       = 512
+	maxCachedStructKey = 4096
+)
 
 // contentCache maps a content encoding to its term.
 type contentCache struct {
-	mu sync.RWMutex
-	m  map[string]*ast.Term
+	mu     sync.RWMutex
+	m      map[string]*ast.Term
+	maxKey int
 }
 
-func newContentCache() *contentCache { return &contentCache{m: map[string]*ast.Term{}} }
+func newContentCache(maxKey int) *contentCache {
+	return &contentCache{m: map[string]*ast.Term{}, maxKey: maxKey}
+}
 
 func (c *contentCache) lookup(key []byte) *ast.Term {
 	c.mu.RLock()
@@ -54,9 +63,9 @@ func (c *contentCache) store(key []byte, t *ast.Term) *ast.Term {
 }
 
 // cached returns the term for the content encoded in key, building it with
-// build on a miss. Keys longer than maxCachedKey are not cached.
+// build on a miss. Keys longer than the cache's maxKey are not cached.
 func (c *contentCache) cached(key []byte, build func() *ast.Term) *ast.Term {
-	if len(key) > maxCachedKey {
+	if len(key) > c.maxKey {
 		return build()
 	}
 	if t := c.lookup(key); t != nil {
@@ -66,10 +75,11 @@ func (c *contentCache) cached(key []byte, build func() *ast.Term) *ast.Term {
 }
 
 var (
-	stringMapTerms = newContentCache()
-	nodeTermsTerms = newContentCache()
-	chargeTerms    = newContentCache()
-	resourceTerms  = newContentCache()
+	stringMapTerms = newContentCache(maxCachedKey)
+	nodeTermsTerms = newContentCache(maxCachedStructKey)
+	chargeTerms    = newContentCache(maxCachedStructKey)
+	resourceTerms  = newContentCache(maxCachedStructKey)
+	quotaTerms     = newContentCache(maxCachedStructKey)
 )
 
 // keyBuf is a scratch buffer for content encodings.
@@ -83,7 +93,7 @@ var keyBufs = sync.Pool{New: func() any { return &keyBuf{b: make([]byte, 0, 256)
 func getKeyBuf() *keyBuf { return keyBufs.Get().(*keyBuf) }
 
 func (k *keyBuf) release() {
-	if cap(k.b) > 4*maxCachedKey {
+	if cap(k.b) > 2*maxCachedStructKey {
 		return // do not keep buffers grown by large contents
 	}
 	k.b = k.b[:0]

@@ -16,9 +16,16 @@ import (
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
+// variedView is a reserved job's view: i GPUs per worker.
+func variedView(i int) *render.JobView {
+	v := mpiRequest("team", 2).View
+	v.ReplicatedJobs[1].PerPod = render.Charge{Pods: 1, Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(fmt.Sprint(i % 3))}}
+	return v
+}
+
 // variedRequest is request i of a family that differs in every part of the
 // input the term caches share: labels, node selector and required terms,
-// per-pod charges, quota limits and usage, namespace labels.
+// per-pod charges, quota limits, usage and reservations, namespace labels.
 func variedRequest(i int) *Request {
 	req := mpiRequest(fmt.Sprintf("team-%d", i%3), int32(1+i%4))
 	req.Namespace.Labels = map[string]string{"mpiguard.io/data-residency": []string{"eu", "us", "mars"}[i%3]}
@@ -41,6 +48,10 @@ func variedRequest(i int) *Request {
 		if i%2 == 1 {
 			rj.PerPod.MissingLimits = []corev1.ResourceName{"memory"}
 		}
+	}
+	if i%4 == 0 {
+		held := variedView(i + 1)
+		req.Reserved = []Reservation{{TrainJob: "team/held", View: held}}
 	}
 	req.Quotas = []corev1.ResourceQuota{{
 		ObjectMeta: metav1.ObjectMeta{Name: "q"},
@@ -80,6 +91,12 @@ func TestSharedInputTermsAreExact(t *testing.T) {
 			}
 			if diff := cmp.Diff(anyStrings(req.View.ReplicatedJobs[1].PodTemplate.Spec.NodeSelector), workers["nodeSelector"]); diff != "" {
 				t.Errorf("input %d worker node selector (-want +got):\n%s", i, diff)
+			}
+			reserved, _ := reservedFor(&req.Quotas[0], req.Reserved)
+			wantFree, _ := freeMilli(&req.Quotas[0], "requests.nvidia.com/gpu", reserved)
+			gpu := doc.(map[string]any)["quotas"].([]any)[0].(map[string]any)["demand"].(map[string]any)["requests.nvidia.com/gpu"].(map[string]any)
+			if fmt.Sprint(gpu["free"]) != fmt.Sprint(wantFree) {
+				t.Errorf("input %d GPU quota free %v, want %d", i, gpu["free"], wantFree)
 			}
 			values := workers["requiredNodeSelectorTerms"].([]any)[0].(map[string]any)["matchExpressions"].([]any)[0].(map[string]any)["values"]
 			want := req.View.ReplicatedJobs[1].PodTemplate.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values
