@@ -334,7 +334,7 @@ func chargeTerm(c *render.Charge) *ast.Term {
 	defer key.release()
 	key.resources(c.Requests)
 	key.resources(c.Limits)
-	key.int(int64(c.Pods))
+	key.int(c.Pods)
 	key.names(c.MissingRequests)
 	key.names(c.MissingLimits)
 	return chargeTerms.cached(key.b, func() *ast.Term { return newChargeTerm(c) })
