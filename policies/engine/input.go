@@ -210,7 +210,64 @@ func namespaceTerm(ns *corev1.Namespace, name string) *ast.Term {
 	)
 }
 
+// jobTerm is input.job. Without problems and with at most maxCachedRoles
+// replicated jobs (every MPI job), it is shared between requests by its
+// parts: scalars and the (shared) terms of its replicated jobs and total.
 func jobTerm(v *render.JobView) *ast.Term {
+	var roles [maxCachedRoles]*ast.Term
+	var launcher, workers int8 = -1, -1
+	if len(v.Problems) > 0 || len(v.ReplicatedJobs) > maxCachedRoles {
+		return newJobTerm(v)
+	}
+	for i := range v.ReplicatedJobs {
+		rj := &v.ReplicatedJobs[i]
+		roles[i] = roleTerm(rj)
+		if v.Launcher != nil && v.Launcher.Name == rj.Name {
+			launcher = int8(i)
+		}
+		if v.Workers != nil && v.Workers.Name == rj.Name {
+			workers = int8(i)
+		}
+	}
+	key := jobKey{
+		mpi: v.MPI, runLauncherAsNode: v.RunLauncherAsNode, implementation: v.MPIImplementation,
+		numNodes: v.NumNodes, slots: v.SlotsPerWorker, gpus: v.GPUsPerWorker,
+		roles: roles, n: int8(len(v.ReplicatedJobs)), launcher: launcher, workers: workers,
+		total: chargeTerm(&v.Total),
+	}
+	return jobTerms.get(key, func() *ast.Term { return newJobTerm(v) })
+}
+
+// maxCachedRoles is the most replicated jobs a cached input.job has.
+const maxCachedRoles = 4
+
+type jobKey struct {
+	mpi, runLauncherAsNode bool
+	implementation         string
+	numNodes, slots        int32
+	gpus                   int64
+	roles                  [maxCachedRoles]*ast.Term
+	n, launcher, workers   int8
+	total                  *ast.Term
+}
+
+// roleKey identifies a replicated job's term by its scalars and the shared
+// terms of its parts. Terms are immutable and the key holds them, so equal
+// pointers mean equal content.
+type roleKey struct {
+	name, role, priorityClassName         string
+	pods                                  int32
+	terminating                           bool
+	perPod, labels, annotations, selector *ast.Term
+	terms                                 *ast.Term
+}
+
+var (
+	jobTerms  = newKeyedCache[jobKey]()
+	roleTerms = newKeyedCache[roleKey]()
+)
+
+func newJobTerm(v *render.JobView) *ast.Term {
 	roles := make([]*ast.Term, len(v.ReplicatedJobs))
 	var launcher, workers *ast.Term
 	for i := range v.ReplicatedJobs {
@@ -256,22 +313,32 @@ func jobTerm(v *render.JobView) *ast.Term {
 	return ast.NewTerm(ast.NewObject(items...))
 }
 
+// roleTerm is a replicated job of input.job, shared between requests by its parts.
 func roleTerm(rj *render.ReplicatedJobView) *ast.Term {
 	spec := &rj.PodTemplate.Spec
-	items := make([][2]*ast.Term, 0, 11)
-	items = append(items,
-		item(kName, vocabularyTerm(rj.Name)),
-		item(kRole, stringTerm(string(rj.Role))),
-		item(kPods, intTerm(rj.Pods)),
-		item(kPerPod, chargeTerm(&rj.PerPod)),
-		item(kPriorityClassName, vocabularyTerm(spec.PriorityClassName)),
-		item(kTerminating, boolTerm(terminating(spec))),
-		item(kLabels, stringMapTerm(rj.PodTemplate.Labels)),
-		item(kAnnotations, stringMapTerm(rj.PodTemplate.Annotations)),
-		item(kNodeSelector, stringMapTerm(spec.NodeSelector)),
-		item(kTerms, nodeTermsTerm(requiredTerms(spec))),
-	)
-	return ast.NewTerm(ast.NewObject(items...))
+	key := roleKey{
+		name: rj.Name, role: string(rj.Role), priorityClassName: spec.PriorityClassName,
+		pods: rj.Pods, terminating: terminating(spec),
+		perPod:      chargeTerm(&rj.PerPod),
+		labels:      stringMapTerm(rj.PodTemplate.Labels),
+		annotations: stringMapTerm(rj.PodTemplate.Annotations),
+		selector:    stringMapTerm(spec.NodeSelector),
+		terms:       nodeTermsTerm(requiredTerms(spec)),
+	}
+	return roleTerms.get(key, func() *ast.Term {
+		return ast.ObjectTerm(
+			item(kName, vocabularyTerm(key.name)),
+			item(kRole, stringTerm(key.role)),
+			item(kPods, intTerm(key.pods)),
+			item(kPerPod, key.perPod),
+			item(kPriorityClassName, vocabularyTerm(key.priorityClassName)),
+			item(kTerminating, boolTerm(key.terminating)),
+			item(kLabels, key.labels),
+			item(kAnnotations, key.annotations),
+			item(kNodeSelector, key.selector),
+			item(kTerms, key.terms),
+		)
+	})
 }
 
 func requiredTerms(spec *corev1.PodSpec) []corev1.NodeSelectorTerm {

@@ -211,34 +211,18 @@ type demandPartKey struct {
 	undeclared bool
 }
 
-var demandParts = struct {
-	sync.RWMutex
-	m map[demandPartKey]*ast.Term
-}{m: map[demandPartKey]*ast.Term{}}
+var demandParts = newKeyedCache[demandPartKey]()
 
 func demandPartTerm(k demandPartKey) *ast.Term {
-	demandParts.RLock()
-	t := demandParts.m[k]
-	demandParts.RUnlock()
-	if t != nil {
-		return t
-	}
-	t = ast.ObjectTerm(
-		item(kName, vocabularyTerm(k.name)),
-		item(kRole, stringTerm(k.role)),
-		item(kPods, intTerm(k.pods)),
-		item(kPerPodMilli, int64Term(k.perPod)),
-		item(kUndeclared, boolTerm(k.undeclared)),
-	)
-	demandParts.Lock()
-	defer demandParts.Unlock()
-	if old, ok := demandParts.m[k]; ok {
-		return old
-	}
-	if len(demandParts.m) < maxCachedTerms {
-		demandParts.m[k] = t
-	}
-	return t
+	return demandParts.get(k, func() *ast.Term {
+		return ast.ObjectTerm(
+			item(kName, vocabularyTerm(k.name)),
+			item(kRole, stringTerm(k.role)),
+			item(kPods, intTerm(k.pods)),
+			item(kPerPodMilli, int64Term(k.perPod)),
+			item(kUndeclared, boolTerm(k.undeclared)),
+		)
+	})
 }
 
 // int64Term is n as a number term, shared for small n.
@@ -247,4 +231,33 @@ func int64Term(n int64) *ast.Term {
 		return smallInts[n]
 	}
 	return ast.NumberTerm(json.Number(strconv.FormatInt(n, 10)))
+}
+
+// keyedCache maps a comparable key (scalars and shared terms) to its term.
+// Keys holding terms built per request (past a cache's bound, or too large
+// to cache) never match again; the bound keeps them from piling up.
+type keyedCache[K comparable] struct {
+	mu sync.RWMutex
+	m  map[K]*ast.Term
+}
+
+func newKeyedCache[K comparable]() *keyedCache[K] { return &keyedCache[K]{m: map[K]*ast.Term{}} }
+
+func (c *keyedCache[K]) get(key K, build func() *ast.Term) *ast.Term {
+	c.mu.RLock()
+	t := c.m[key]
+	c.mu.RUnlock()
+	if t != nil {
+		return t
+	}
+	t = build()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[key]; ok {
+		return old
+	}
+	if len(c.m) < maxCachedTerms {
+		c.m[key] = t
+	}
+	return t
 }
