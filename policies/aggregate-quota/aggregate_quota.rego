@@ -35,6 +35,7 @@ deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_quota_undec
 	checked
 	some quota in input.quotas
 	some res, demand in quota.demand
+	demand.undeclared # some part is: look for which only then
 	some part in demand.parts
 	part.undeclared
 }

@@ -7,7 +7,11 @@ qty(n) := {"value": n, "milli": n * 1000, "display": format_int(n, 10)}
 # part is one replicated job's share of a quota demand, in whole units.
 part(name, role, pods, per) := {"name": name, "role": role, "pods": pods, "perPodMilli": per * 1000, "undeclared": false}
 
-demand(kind, res, parts) := {"kind": kind, "resource": res, "parts": parts, "milli": sum([m | some p in parts; m := p.pods * p.perPodMilli])}
+demand(kind, res, parts) := {
+	"kind": kind, "resource": res, "parts": parts,
+	"milli": sum([m | some p in parts; m := p.pods * p.perPodMilli]),
+	"undeclared": count([p | some p in parts; p.undeclared]) > 0,
+}
 
 gpu_demand(workers, gpus) := demand("requests", "nvidia.com/gpu", [part("launcher", "launcher", 1, 0), part("node", "worker", workers, gpus)])
 

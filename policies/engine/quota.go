@@ -97,6 +97,8 @@ type demandEntry struct {
 	kind, res   string
 	total, free int64
 	parts       []demandPartKey
+	// undeclared: some part leaves the resource undeclared.
+	undeclared bool
 }
 
 // quotaDemand is a quota's demand entries, sorted by name.
@@ -115,7 +117,8 @@ type quotaDemand struct {
 // here once so Rego compares two integers instead of subtracting exact big
 // numbers per request), and the parts (one per replicated job the scopes
 // select) with their pod count, per-pod amount, and whether a container
-// leaves the resource undeclared (the apiserver then rejects the pod).
+// leaves the resource undeclared (the apiserver then rejects the pod), and
+// whether any part does.
 func newQuotaDemand(q *corev1.ResourceQuota, v *render.JobView, usage []corev1.ResourceList, selected []bool, reserved corev1.ResourceList) quotaDemand {
 	d := quotaDemand{q: q, reserved: reserved, entries: make([]demandEntry, 0, len(q.Spec.Hard))}
 	for name := range q.Spec.Hard {
@@ -132,10 +135,12 @@ func newQuotaDemand(q *corev1.ResourceQuota, v *render.JobView, usage []corev1.R
 			amount := usage[j][name]
 			per := amount.MilliValue()
 			e.total += per * int64(rj.Pods)
-			e.parts = append(e.parts, demandPartKey{
+			part := demandPartKey{
 				name: rj.Name, role: string(rj.Role), pods: rj.Pods, perPod: per,
 				undeclared: undeclared(kind, res, &rj.PerPod),
-			})
+			}
+			e.undeclared = e.undeclared || part.undeclared
+			e.parts = append(e.parts, part)
 		}
 		free, ok := freeMilli(q, name, reserved)
 		if !ok {
@@ -185,6 +190,7 @@ func (d *quotaDemand) term() *ast.Term {
 			item(kResource, vocabularyTerm(e.res)),
 			item(kMilli, int64Term(e.total)),
 			item(kFree, freeTerm(d.q, e.name, d.reserved)),
+			item(kUndeclared, boolTerm(e.undeclared)),
 			item(kParts, ast.ArrayTerm(parts...)),
 		)))
 	}

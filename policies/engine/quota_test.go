@@ -112,13 +112,13 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 	}
 	want := map[string]any{
 		// free: hard - used - reserved (a/selected holds 2 workers' worth).
-		"requests.nvidia.com/gpu": map[string]any{"kind": "requests", "resource": "nvidia.com/gpu", "milli": jsonNumber(12000), "free": jsonNumber(16000 - 4000 - 8000),
+		"requests.nvidia.com/gpu": map[string]any{"kind": "requests", "resource": "nvidia.com/gpu", "milli": jsonNumber(12000), "free": jsonNumber(16000 - 4000 - 8000), "undeclared": false,
 			"parts": []any{part("node", "worker", 3, 4000, false)}},
-		"cpu": map[string]any{"kind": "requests", "resource": "cpu", "milli": jsonNumber(6000), "free": jsonNumber(10000 - 4000),
+		"cpu": map[string]any{"kind": "requests", "resource": "cpu", "milli": jsonNumber(6000), "free": jsonNumber(10000 - 4000), "undeclared": false,
 			"parts": []any{part("node", "worker", 3, 2000, false)}},
-		"limits.memory": map[string]any{"kind": "limits", "resource": "memory", "milli": jsonNumber(3 * 1073741824000), "free": jsonNumber(6 * 1073741824000),
+		"limits.memory": map[string]any{"kind": "limits", "resource": "memory", "milli": jsonNumber(3 * 1073741824000), "free": jsonNumber(6 * 1073741824000), "undeclared": false,
 			"parts": []any{part("node", "worker", 3, 1073741824000, false)}},
-		"pods": map[string]any{"kind": "pods", "resource": "", "milli": jsonNumber(3000), "free": jsonNumber(10000 - 2000),
+		"pods": map[string]any{"kind": "pods", "resource": "", "milli": jsonNumber(3000), "free": jsonNumber(10000 - 2000), "undeclared": false,
 			"parts": []any{part("node", "worker", 3, 1000, false)}},
 	}
 	if diff := cmp.Diff(want, q["demand"]); diff != "" {
@@ -149,6 +149,9 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 	mem := got.([]any)[0].(map[string]any)["demand"].(map[string]any)["limits.memory"].(map[string]any)
 	if diff := cmp.Diff([]any{part("launcher", "launcher", 1, 0, true), part("node", "worker", 3, 1073741824000, false)}, mem["parts"]); diff != "" {
 		t.Errorf("limits.memory parts (-want +got):\n%s", diff)
+	}
+	if mem["undeclared"] != true {
+		t.Errorf("limits.memory undeclared = %v, want true (the launcher's part is)", mem["undeclared"])
 	}
 }
 
