@@ -30,7 +30,10 @@ func TestPolicyTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := strings.ReplaceAll(string(src), "job.slotsPerWorker != job.gpusPerWorker", "job.slotsPerWorker < 0")
+	broken := strings.ReplaceAll(string(src), "input.job.slotsPerWorker != input.job.gpusPerWorker", "input.job.slotsPerWorker < 0")
+	if broken == string(src) {
+		t.Fatal("the slots-gpus rule to break is not in the policy any more; update this test")
+	}
 	if err := os.WriteFile(file, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
