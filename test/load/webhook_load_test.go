@@ -107,7 +107,17 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 		b.Run(sc.name, func(b *testing.B) {
 			bodies := make([][]byte, len(nss))
 			for i, ns := range nss {
-				bodies[i] = review(b, sc.job(ns))
+				job := sc.job(ns)
+				if sc.path == trainjob.ValidatePath {
+					// The validating webhook sees the job as the apiserver sends
+					// it: defaulted and mutated by mpiguard's mutating webhook
+					// (its runtime patch). A dry-run create returns exactly that.
+					must(b, env.Client.Create(ctx, job, client.DryRunAll))
+					if len(job.Spec.RuntimePatches) == 0 && sc.name != "validate-non-mpi" {
+						b.Fatalf("%s: the dry-run create returned no runtime patch from the mutating webhook", sc.name)
+					}
+				}
+				bodies[i] = review(b, job)
 			}
 			for range b.N {
 				r := run(b, httpClient, base+sc.path, bodies)
@@ -246,6 +256,10 @@ type answer struct {
 }
 
 func review(b *testing.B, job *trainer.TrainJob) []byte {
+	// The apiserver's object says what it is; the client clears that on
+	// objects it decodes.
+	job = job.DeepCopy()
+	job.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.TrainJobKind))
 	raw, err := json.Marshal(job)
 	must(b, err)
 	body, err := json.Marshal(admissionv1.AdmissionReview{

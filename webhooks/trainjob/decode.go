@@ -10,7 +10,7 @@ import (
 )
 
 // decodeTrainJob reads a TrainJob from an AdmissionReview, as
-// admission.Decoder.DecodeRaw does (apiVersion and kind must be the TrainJob's).
+// admission.Decoder.DecodeRaw does (apiVersion and kind, when given, must be the TrainJob's).
 // The apiserver sends the object in its canonical JSON form (its CRD schema has
 // pruned unknown fields, so no key differs from a field name but by case), so
 // it is decoded straight into the typed TrainJob with goccy/go-json: the
@@ -25,8 +25,11 @@ func decodeTrainJob(raw runtime.RawExtension, into *trainer.TrainJob) error {
 	if err := json.Unmarshal(raw.Raw, into); err != nil {
 		return err
 	}
-	if gvk := into.GroupVersionKind(); gvk != trainer.GroupVersion.WithKind(trainer.TrainJobKind) {
-		return fmt.Errorf("the object is a %s, not a %s", gvk, trainer.GroupVersion.WithKind(trainer.TrainJobKind))
+	want := trainer.GroupVersion.WithKind(trainer.TrainJobKind)
+	// As the scheme decoder does, an object that does not say what it is is
+	// taken for the type asked for.
+	if gvk := into.GroupVersionKind(); !gvk.Empty() && gvk != want {
+		return fmt.Errorf("the object is a %s, not a %s", gvk, want)
 	}
 	return nil
 }
