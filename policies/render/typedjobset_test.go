@@ -23,7 +23,7 @@ func TestTypedJobSetMatchesEncodingJSON(t *testing.T) {
 	for seed := range int64(300) {
 		f := randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
 			// Types whose JSON form is not their Go fields: give them valid values.
-			func(v *metav1.FieldsV1, c randfill.Continue) { v.Raw = []byte(`{"f:metadata":{}}`) },
+			func(v *metav1.FieldsV1, c randfill.Continue) { v.SetRawString(`{"f:metadata":{}}`) },
 			func(q *resource.Quantity, c randfill.Continue) {
 				*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.DecimalSI)
 			},
