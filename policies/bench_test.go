@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/offline"
@@ -121,6 +123,10 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
+	// The Trainer's runtime framework logs through controller-runtime's
+	// logger; without one set, controller-runtime prints a warning and a stack
+	// into the benchmark output.
+	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
 	c := offline.NewCluster()
 	if err := c.Read("bench", strings.NewReader(benchCluster)); err != nil {
