@@ -1,28 +1,22 @@
 // Package load measures the TrainJob webhooks over their real TLS endpoint:
 // a real control plane and mpiguard manager (framework.Start), and a load
-// generator that POSTs AdmissionReviews straight to the webhook server, as the
-// apiserver does. It runs only as a benchmark (make bench), never in make test:
+// generator, in a process of its own, that POSTs AdmissionReviews straight to
+// the webhook server, as the apiserver does. It runs only as a benchmark (make
+// bench), never in make test:
 //
 //	go test ./test/load -run '^$' -bench Webhook -benchtime 1x
 package load
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"sort"
-	"sync"
-	"sync/atomic"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	gojson "github.com/goccy/go-json"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -100,9 +94,11 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 			return fixtures.TrainJob(ns, "load", torch.Name).NumNodes(4).Obj()
 		}},
 	}
-	httpClient := tlsClient(b, env)
 	wh := env.Testenv.WebhookInstallOptions
 	base := fmt.Sprintf("https://%s:%d", wh.LocalServingHost, wh.LocalServingPort)
+	dir := b.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	must(b, os.WriteFile(caFile, wh.LocalServingCAData, 0o600))
 	for _, sc := range scenarios {
 		b.Run(sc.name, func(b *testing.B) {
 			bodies := make([][]byte, len(nss))
@@ -119,140 +115,25 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 				}
 				bodies[i] = review(b, job)
 			}
+			cfg := generatorConfig{URL: base + sc.path, CAFile: caFile}
+			for i, body := range bodies {
+				f := filepath.Join(dir, fmt.Sprintf("%s-%d.json", sc.name, i))
+				must(b, os.WriteFile(f, body, 0o600))
+				cfg.Bodies = append(cfg.Bodies, f)
+			}
 			for range b.N {
-				r := run(b, httpClient, base+sc.path, bodies)
-				b.ReportMetric(r.throughput, "max-reviews/s")
-				o := runOpenLoop(b, httpClient, base+sc.path, bodies)
-				b.ReportMetric(o.throughput, "reviews/s@2000")
-				b.ReportMetric(float64(o.p50.Microseconds()), "p50-µs@2000")
-				b.ReportMetric(float64(o.p99.Microseconds()), "p99-µs@2000")
+				r := generate(b, cfg, false)
+				b.ReportMetric(r.Throughput, "max-reviews/s")
+				o := generate(b, cfg, true)
+				b.ReportMetric(o.Throughput, "reviews/s@2000")
+				b.ReportMetric(float64(o.P50.Microseconds()), "p50-µs@2000")
+				b.ReportMetric(float64(o.P99.Microseconds()), "p99-µs@2000")
+				b.ReportMetric(float64(o.LagP99.Microseconds()), "send-lag-p99-µs@2000")
+				b.ReportMetric(float64(o.AnswerP50.Microseconds()), "answer-p50-µs@2000")
+				b.ReportMetric(float64(o.AnswerP99.Microseconds()), "answer-p99-µs@2000")
 			}
 		})
 	}
-}
-
-type result struct {
-	requests   int
-	throughput float64
-	p50, p99   time.Duration
-}
-
-// run sends reviews from `concurrency` workers for `duration` and checks every
-// answer is a well-formed allowed AdmissionReview (a load test of errors
-// would measure nothing).
-func run(b *testing.B, c *http.Client, url string, bodies [][]byte) result {
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		failures  atomic.Int64
-		firstErr  atomic.Value
-	)
-	deadline := time.Now().Add(duration)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := make([]time.Duration, 0, 4096)
-			for i := w; time.Now().Before(deadline); i++ {
-				t0 := time.Now()
-				err := post(c, url, bodies[i%len(bodies)])
-				local = append(local, time.Since(t0))
-				if err != nil {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-			mu.Lock()
-			latencies = append(latencies, local...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if n := failures.Load(); n > 0 {
-		b.Fatalf("%d of %d reviews failed, first: %v", n, len(latencies), firstErr.Load())
-	}
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	return result{
-		requests:   len(latencies),
-		throughput: float64(len(latencies)) / elapsed.Seconds(),
-		p50:        latencies[len(latencies)/2],
-		p99:        latencies[len(latencies)*99/100],
-	}
-}
-
-// runOpenLoop sends targetRate reviews per second for duration.
-func runOpenLoop(b *testing.B, c *http.Client, url string, bodies [][]byte) result {
-	total := int(targetRate * duration.Seconds())
-	interval := time.Second / targetRate
-	latencies := make([]time.Duration, total)
-	var (
-		failures atomic.Int64
-		firstErr atomic.Value
-		wg       sync.WaitGroup
-	)
-	slots := make(chan struct{}, maxInFlight)
-	start := time.Now()
-	for i := range total {
-		scheduled := start.Add(time.Duration(i) * interval)
-		time.Sleep(time.Until(scheduled))
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			err := post(c, url, bodies[i%len(bodies)])
-			latencies[i] = time.Since(scheduled)
-			if err != nil {
-				failures.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if n := failures.Load(); n > 0 {
-		b.Fatalf("%d of %d reviews failed, first: %v", n, total, firstErr.Load())
-	}
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	return result{
-		requests:   total,
-		throughput: float64(total) / elapsed.Seconds(),
-		p50:        latencies[total/2],
-		p99:        latencies[total*99/100],
-	}
-}
-
-func post(c *http.Client, url string, body []byte) error {
-	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	// Only what the check needs is decoded, with goccy/go-json: the generator
-	// shares the two cores with the server it measures.
-	var out answer
-	if err := gojson.Unmarshal(data, &out); err != nil {
-		return fmt.Errorf("decoding the answer (HTTP %d): %w", resp.StatusCode, err)
-	}
-	if out.Kind != "AdmissionReview" || out.Response == nil || !out.Response.Allowed || out.Response.UID != "load" {
-		return fmt.Errorf("not an allowed AdmissionReview for this request (HTTP %d): %s", resp.StatusCode, data)
-	}
-	return nil
-}
-
-// answer is the part of an AdmissionReview response the generator checks.
-type answer struct {
-	Kind     string `json:"kind"`
-	Response *struct {
-		UID     string `json:"uid"`
-		Allowed bool   `json:"allowed"`
-	} `json:"response"`
 }
 
 func review(b *testing.B, job *trainer.TrainJob) []byte {
@@ -277,22 +158,6 @@ func review(b *testing.B, job *trainer.TrainJob) []byte {
 	})
 	must(b, err)
 	return body
-}
-
-// tlsClient trusts the CA of envtest's webhook serving certificate, as the
-// apiserver does through the webhook configuration's caBundle.
-func tlsClient(b *testing.B, env *framework.Env) *http.Client {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(env.Testenv.WebhookInstallOptions.LocalServingCAData) {
-		b.Fatal("no CA for the webhook server")
-	}
-	return &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{
-			TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-			MaxIdleConnsPerHost: maxInFlight,
-		},
-	}
 }
 
 func must(b *testing.B, err error) {
