@@ -4,44 +4,18 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	gojson "github.com/goccy/go-json"
 )
-
-// The load generator runs in a process of its own, as the apiserver does: in
-// the server's process its goroutines would share the Go scheduler with the
-// handlers it measures, and a late-woken sender would count as server latency.
-// It still shares the machine's two cores, through the kernel's scheduler.
-// BenchmarkWebhookHTTPS starts this test binary again with generatorEnv set to
-// a generatorConfig; TestLoadGenerator runs it and prints the result.
-const (
-	generatorEnv    = "MPIGUARD_LOAD_GENERATOR"
-	generatorResult = "load-generator-result: "
-)
-
-// generatorConfig is one generator run.
-type generatorConfig struct {
-	URL    string
-	CAFile string
-	// Bodies are files holding AdmissionReview requests, sent in turn.
-	Bodies []string
-	// OpenLoop sends targetRate reviews per second on schedule; otherwise
-	// `concurrency` workers send as fast as they are answered.
-	OpenLoop bool
-}
 
 // result is what a generator run measured.
 type result struct {
@@ -51,70 +25,6 @@ type result struct {
 	// Open loop only: the 99th percentile of how late reviews left the
 	// generator, and the 50th/99th percentile from leaving to the answer.
 	LagP99, AnswerP50, AnswerP99 time.Duration
-}
-
-// generate runs the generator process and returns its result.
-func generate(b *testing.B, cfg generatorConfig, openLoop bool) result {
-	b.Helper()
-	cfg.OpenLoop = openLoop
-	data, err := json.Marshal(cfg)
-	must(b, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadGenerator$", "-test.count=1")
-	cmd.Env = append(os.Environ(), generatorEnv+"="+string(data), "GOMAXPROCS=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("load generator: %v\n%s\n%s", err, out, stderr.String())
-	}
-	for line := range strings.SplitSeq(string(out), "\n") {
-		if rest, ok := strings.CutPrefix(line, generatorResult); ok {
-			var r result
-			must(b, json.Unmarshal([]byte(rest), &r))
-			return r
-		}
-	}
-	b.Fatalf("load generator printed no result:\n%s\n%s", out, stderr.String())
-	return result{}
-}
-
-// TestLoadGenerator is the generator process. It does nothing in a normal
-// test run (generatorEnv unset).
-func TestLoadGenerator(t *testing.T) {
-	raw := os.Getenv(generatorEnv)
-	if raw == "" {
-		t.Skip("the webhook load generator runs only inside BenchmarkWebhookHTTPS")
-	}
-	var cfg generatorConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	var bodies [][]byte
-	for _, f := range cfg.Bodies {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bodies = append(bodies, data)
-	}
-	c, err := tlsClient(cfg.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	if cfg.OpenLoop {
-		r, err = runOpenLoop(c, cfg.URL, bodies)
-	} else {
-		r, err = run(c, cfg.URL, bodies)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println(generatorResult + string(out))
 }
 
 // run sends reviews from `concurrency` workers for `duration` and checks every
