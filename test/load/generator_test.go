@@ -65,11 +65,11 @@ func run(c *http.Client, url string, bodies [][]byte) (result, error) {
 	return summarize(latencies, elapsed), nil
 }
 
-// runOpenLoop sends targetRate reviews per second for duration. Latency counts
+// runOpenLoop sends rate reviews per second for duration. Latency counts
 // from the time a review was due, so a server that falls behind shows it.
-func runOpenLoop(c *http.Client, url string, bodies [][]byte) (result, error) {
-	total := int(targetRate * duration.Seconds())
-	interval := time.Second / targetRate
+func runOpenLoop(c *http.Client, url string, bodies [][]byte, rate int) (result, error) {
+	total := int(float64(rate) * duration.Seconds())
+	interval := time.Second / time.Duration(rate)
 	latencies := make([]time.Duration, total)
 	// lags are how late each review left (the generator's own delay), and
 	// answers how long it then took to be answered.
