@@ -46,7 +46,16 @@ func BenchmarkRender64Workers(b *testing.B) {
 // runtime patch mpiguard's admission adds (node selector and pod labels on the
 // Launcher and Workers): the Trainer applies it with a strategic merge patch.
 // Reproduce: go test ./policies/render -run '^$' -bench BenchmarkRender64WorkersWithPatch -benchmem
-func BenchmarkRender64WorkersWithPatch(b *testing.B) {
+func BenchmarkRender64WorkersWithPatch(b *testing.B) { benchmarkPatchedRender(b, true) }
+
+// BenchmarkRender64WorkersOffline is BenchmarkRender64WorkersWithPatch for a
+// runtime read from a file (`mpiguard check`): without a UID and a
+// resourceVersion the runtime template cannot be cached, so every render
+// merges the patch and converts the template as the Trainer does.
+// Reproduce: go test ./policies/render -run '^$' -bench BenchmarkRender64WorkersOffline -benchmem
+func BenchmarkRender64WorkersOffline(b *testing.B) { benchmarkPatchedRender(b, false) }
+
+func benchmarkPatchedRender(b *testing.B, apiServer bool) {
 	r := renderer(b)
 	rt := mpiRuntime(ancestorOn("node"),
 		containerResources("node", rl("cpu=16", "memory=64Gi"), rl("memory=64Gi")),
@@ -56,7 +65,9 @@ func BenchmarkRender64WorkersWithPatch(b *testing.B) {
 	if err := ApplyDefaults(rt, tj); err != nil {
 		b.Fatal(err)
 	}
-	fromAPIServer(rt)
+	if apiServer {
+		fromAPIServer(rt)
+	}
 	in := Input{TrainJob: tj, Runtime: rt}
 	ctx := context.Background()
 	view, err := r.Render(ctx, in)
@@ -66,31 +77,6 @@ func BenchmarkRender64WorkersWithPatch(b *testing.B) {
 	if view.Workers.PodTemplate.Spec.NodeSelector["topology.kubernetes.io/region"] != "eu-west-1" {
 		b.Fatal("patch not applied")
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := r.Render(ctx, in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkRender64WorkersOffline is BenchmarkRender64WorkersWithPatch for a
-// runtime read from a file (`mpiguard check`): without a UID and a
-// resourceVersion the runtime template cannot be cached, so every render
-// merges the patch and converts the template as the Trainer does.
-// Reproduce: go test ./policies/render -run '^$' -bench BenchmarkRender64WorkersOffline -benchmem
-func BenchmarkRender64WorkersOffline(b *testing.B) {
-	r := renderer(b)
-	rt := mpiRuntime(ancestorOn("node"),
-		containerResources("node", rl("cpu=16", "memory=64Gi"), rl("memory=64Gi")),
-		containerResources("launcher", rl("cpu=1", "memory=2Gi"), rl("cpu=1", "memory=2Gi")))
-	tj := trainJob(numNodes(64), resourcesPerNode(nil, rl("nvidia.com/gpu=8", "cpu=32")),
-		nodeSelectorPatch("mpiguard.io/admission", map[string]string{"topology.kubernetes.io/region": "eu-west-1"}, "node", "launcher"))
-	if err := ApplyDefaults(rt, tj); err != nil {
-		b.Fatal(err)
-	}
-	in := Input{TrainJob: tj, Runtime: rt}
-	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := r.Render(ctx, in); err != nil {

@@ -6,12 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	jobsetv1alpha2ac "sigs.k8s.io/jobset/client-go/applyconfiguration/jobset/v1alpha2"
-	"sigs.k8s.io/randfill"
+
+	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
 // TestTypedJobSetMatchesEncodingJSON: typedJobSet reads the rendered JobSet
@@ -21,21 +19,7 @@ import (
 func TestTypedJobSetMatchesEncodingJSON(t *testing.T) {
 	containers := 0
 	for seed := range int64(300) {
-		f := randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
-			// Types whose JSON form is not their Go fields: give them valid values.
-			func(v *metav1.FieldsV1, c randfill.Continue) { v.SetRawString(`{"f:metadata":{}}`) },
-			func(q *resource.Quantity, c randfill.Continue) {
-				*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.DecimalSI)
-			},
-			func(v *intstr.IntOrString, c randfill.Continue) {
-				if c.Bool() {
-					*v = intstr.FromInt32(c.Int31())
-				} else {
-					*v = intstr.FromString(c.String(12))
-				}
-			},
-			func(v *metav1.Time, c randfill.Continue) { *v = metav1.Unix(c.Int63n(1<<32), 0) },
-		)
+		f := fixtures.RandomFiller(seed)
 		var js jobsetv1alpha2.JobSet
 		f.Fill(&js)
 		data, err := stdjson.Marshal(&js)

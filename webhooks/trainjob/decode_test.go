@@ -8,12 +8,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	"sigs.k8s.io/randfill"
+
+	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
 // TestDecodeTrainJobMatchesTheSchemeDecoder: on randomly filled TrainJobs
@@ -27,21 +26,7 @@ func TestDecodeTrainJobMatchesTheSchemeDecoder(t *testing.T) {
 	decoder := admission.NewDecoder(scheme)
 	filled := 0
 	for seed := range int64(300) {
-		f := randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(14).Funcs(
-			// Types whose JSON form is not their Go fields: give them valid values.
-			func(v *metav1.FieldsV1, c randfill.Continue) { v.SetRawString(`{"f:spec":{}}`) },
-			func(q *resource.Quantity, c randfill.Continue) {
-				*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.DecimalSI)
-			},
-			func(v *intstr.IntOrString, c randfill.Continue) {
-				if c.Bool() {
-					*v = intstr.FromInt32(c.Int31())
-				} else {
-					*v = intstr.FromString(c.String(12))
-				}
-			},
-			func(v *metav1.Time, c randfill.Continue) { *v = metav1.Unix(c.Int63n(1<<32), 0) },
-		)
+		f := fixtures.RandomFiller(seed)
 		var job trainer.TrainJob
 		f.Fill(&job)
 		// Half the objects say what they are, as the apiserver's do; the
