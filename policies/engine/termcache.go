@@ -15,8 +15,8 @@ import (
 // limits. OPA terms are immutable, so such parts are built once and shared,
 // like the quantity terms: each is cached under an encoding of its whole
 // content (never a version or a pointer, so a cached term cannot be stale),
-// the caches are bounded (past the bound, terms are built per request), and
-// large contents (annotations holding whole manifests) are never cached.
+// the caches are bounded (a full cache is cleared), and large contents
+// (annotations holding whole manifests) are never cached.
 
 // maxCachedTerms bounds each content cache.
 const maxCachedTerms = 4096
@@ -48,17 +48,21 @@ func (c *contentCache) lookup(key []byte) *ast.Term {
 	return t
 }
 
-// store caches t under key unless the cache is full, and returns the cached
-// term (another request may have stored one first).
+// store caches t under key and returns the cached term (another request may
+// have stored one first). A full cache starts afresh: contents that recur come
+// back within a few requests, while a cache that only refused new entries
+// would, after enough one-off contents (labels naming each job), never cache
+// again.
 func (c *contentCache) store(key []byte, t *ast.Term) *ast.Term {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[string(key)]; ok {
 		return old
 	}
-	if len(c.m) < maxCachedTerms {
-		c.m[string(key)] = t
+	if len(c.m) >= maxCachedTerms {
+		clear(c.m)
 	}
+	c.m[string(key)] = t
 	return t
 }
 

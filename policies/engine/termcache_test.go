@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -166,5 +167,26 @@ func TestConcurrentDecisionsShareTerms(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestContentCacheStartsAfreshWhenFull: a cache filled with one-off contents
+// keeps caching what comes next instead of refusing it for ever.
+func TestContentCacheStartsAfreshWhenFull(t *testing.T) {
+	c := newContentCache(maxCachedKey)
+	for i := range maxCachedTerms {
+		c.cached([]byte(strconv.Itoa(i)), func() *ast.Term { return ast.IntNumberTerm(i) })
+	}
+	recurring := []byte("recurring")
+	first := c.cached(recurring, func() *ast.Term { return ast.StringTerm("recurring") })
+	second := c.cached(recurring, func() *ast.Term { return ast.StringTerm("built again") })
+	if first != second {
+		t.Errorf("after %d one-off contents the cache no longer keeps new ones: got %v, then %v", maxCachedTerms, first, second)
+	}
+	c.mu.RLock()
+	n := len(c.m)
+	c.mu.RUnlock()
+	if n > maxCachedTerms {
+		t.Errorf("the cache holds %d terms, more than its bound %d", n, maxCachedTerms)
 	}
 }
