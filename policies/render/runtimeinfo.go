@@ -30,9 +30,10 @@ import (
 // its own deep copy. Everything that depends on the TrainJob (numNodes,
 // resourcesPerNode merged key by key into the node container, the plugins) runs
 // per render exactly as in the Trainer. TestRuntimeInfoMatchesTheTrainer
-// compares the result with the Trainer's own RuntimeInfo on every kind of input
-// the fidelity suite uses, and the fidelity suite (test/integration/render)
-// compares renders with what the real Trainer controller creates.
+// compares the objects built from it with those built from the Trainer's own
+// RuntimeInfo on every TestRender input (cached, uncached, and after another
+// job's render), and the fidelity suite (test/integration/render) compares
+// renders with what the real Trainer controller creates.
 func (r *Renderer) runtimeInfo(runtimeKey string, trainJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*trainerruntime.Info, error) {
 	template := spec.Template
 	propagationLabels := maps.Clone(template.Labels)
