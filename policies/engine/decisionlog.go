@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"sync"
@@ -23,18 +24,26 @@ type decisionLogEntry struct {
 	LatencySeconds   float64     `json:"latencySeconds"`
 }
 
-// decisionLog writes entries as JSON lines; writes are serialised so lines never interleave.
+// decisionLog writes entries as JSON lines, one write per line, so lines never
+// interleave. Each entry is encoded before the lock is taken: concurrent
+// decisions only queue for the write itself.
 type decisionLog struct {
-	mu  sync.Mutex
-	enc *json.Encoder
+	mu sync.Mutex
+	w  io.Writer
 }
 
 func newDecisionLog(w io.Writer) *decisionLog {
 	if w == nil {
 		return nil
 	}
-	return &decisionLog{enc: json.NewEncoder(w)}
+	return &decisionLog{w: w}
 }
+
+// lineBuffers are reused between entries; one grown by an unusually large
+// entry (many violations) is not kept.
+var lineBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxKeptLineBuffer = 64 << 10
 
 func (l *decisionLog) write(e *decisionLogEntry) error {
 	if l == nil {
@@ -43,7 +52,18 @@ func (l *decisionLog) write(e *decisionLogEntry) error {
 	if e.Violations == nil {
 		e.Violations = []Violation{}
 	}
+	buf := lineBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxKeptLineBuffer {
+			lineBuffers.Put(buf)
+		}
+	}()
+	if err := json.NewEncoder(buf).Encode(e); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.enc.Encode(e)
+	_, err := l.w.Write(buf.Bytes())
+	return err
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -416,5 +418,44 @@ func TestRenderedPodProblemsDeny(t *testing.T) {
 		if err != nil || len(m.Changes) != 2 {
 			t.Errorf("the mutating pass must not fail on render problems: %v %+v", err, m)
 		}
+	}
+}
+
+// TestDecisionLogLinesNeverInterleave: concurrent decisions write whole
+// lines, one per decision.
+func TestDecisionLogLinesNeverInterleave(t *testing.T) {
+	var log bytes.Buffer
+	e, err := New(context.Background(), demoSet(2, PolicySettings{}), Options{DecisionLog: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, each = 16, 25
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := e.Decide(context.Background(), mpiRequest(fmt.Sprintf("ns-%d-%d", g, i), int32(1+i%4))); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != goroutines*each {
+		t.Fatalf("decision log has %d lines, want %d", len(lines), goroutines*each)
+	}
+	seen := map[string]bool{}
+	for i, line := range lines {
+		var entry struct {
+			Namespace string `json:"namespace"`
+		}
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("line %d is not one JSON entry: %v\n%s", i+1, err, line)
+		}
+		seen[entry.Namespace] = true
+	}
+	if len(seen) != goroutines*each {
+		t.Errorf("%d distinct decisions logged, want %d", len(seen), goroutines*each)
 	}
 }
