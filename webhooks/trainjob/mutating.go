@@ -29,6 +29,8 @@ func (m Mutator) Handle(ctx context.Context, req admission.Request) admission.Re
 	if !d.Apply(mutated) {
 		return admission.Allowed("")
 	}
+	// encoding/json, not goccy/go-json: goccy v0.10.6 ignores `omitzero` and
+	// would write an empty status the patch then adds.
 	raw, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
