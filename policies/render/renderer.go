@@ -50,6 +50,9 @@ type Input struct {
 // Renderer renders TrainJobs with the Kubeflow Trainer's own runtime framework.
 // Build it once (NewRenderer) and share it: Render is safe for concurrent use.
 type Renderer struct {
+	// runtimes is the Trainer's runtime registry: Render checks a TrainJob's
+	// runtimeRef kind against it (the runtime info itself is built by
+	// runtimeInfo, the Trainer's RuntimeInfo with its runtime-only steps cached).
 	runtimes map[string]trainerruntime.Runtime
 	// framework is a second instance of the Trainer's plugin framework with the same
 	// registry the runtimes use: it runs the component builder plugins (JobSet, MPI

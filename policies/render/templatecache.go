@@ -54,20 +54,21 @@ func (c *templateCache) get(runtimeKey string, trainJob *trainer.TrainJob, spec 
 	if runtimeKey == "" {
 		return newMergedTemplate(spec, patches)
 	}
-	var key strings.Builder
-	key.WriteString(runtimeKey)
+	var b strings.Builder
+	b.WriteString(runtimeKey)
 	for _, p := range patches {
-		key.WriteByte(0)
-		key.Write(p)
+		b.WriteByte(0)
+		b.Write(p)
 	}
-	if v, ok := c.entries.Get(key.String()); ok {
+	key := b.String()
+	if v, ok := c.entries.Get(key); ok {
 		return v.(*mergedTemplate), nil
 	}
 	t, err := newMergedTemplate(spec, patches)
 	if err != nil {
 		return nil, err
 	}
-	c.entries.Add(key.String(), t)
+	c.entries.Add(key, t)
 	return t, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -154,14 +153,10 @@ type answer struct {
 
 // tlsClient trusts the CA of envtest's webhook serving certificate, as the
 // apiserver does through the webhook configuration's caBundle.
-func tlsClient(caFile string) (*http.Client, error) {
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, err
-	}
+func tlsClient(ca []byte) (*http.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, errors.New("no CA certificate in " + caFile)
+		return nil, errors.New("no CA certificate for the webhook server")
 	}
 	return &http.Client{
 		Timeout: 10 * time.Second,

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -103,9 +102,7 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 	}
 	wh := env.Testenv.WebhookInstallOptions
 	base := fmt.Sprintf("https://%s:%d", wh.LocalServingHost, wh.LocalServingPort)
-	caFile := filepath.Join(b.TempDir(), "ca.crt")
-	must(b, os.WriteFile(caFile, wh.LocalServingCAData, 0o600))
-	httpClient, err := tlsClient(caFile)
+	httpClient, err := tlsClient(wh.LocalServingCAData)
 	must(b, err)
 	rate := targetRate
 	if v := os.Getenv("MPIGUARD_LOAD_RATE"); v != "" {
