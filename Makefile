@@ -108,8 +108,8 @@ bench-go: ## Go micro-benchmarks (render, policy evaluation, ...).
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(UNIT_PKGS)
 
 .PHONY: bench-webhook
-bench-webhook: controlplane ## Load generator: AdmissionReviews/s and latency against the real TLS webhook endpoint (LOAD_RATE, default 2000/s).
-	GOGC=$${GOGC:-400} MPIGUARD_LOAD_RATE=$(or $(LOAD_RATE),2000) KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -run '^$$' -bench Webhook -benchtime 1x -timeout 10m ./test/load
+bench-webhook: controlplane ## Load generator: AdmissionReviews/s and latency against the real TLS webhook endpoint (LOAD_RATE, default 2000/s; HTTP2=true: server with --enable-http2).
+	GOGC=$${GOGC:-400} MPIGUARD_LOAD_RATE=$(or $(LOAD_RATE),2000) MPIGUARD_LOAD_HTTP2=$(HTTP2) KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -run '^$$' -bench Webhook -benchtime 1x -timeout 10m ./test/load
 
 .PHONY: bench-networkpolicies
 bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJobs -> NetworkPolicies on a real apiserver (and a baseline with the controller off); prints time to converge and memory.

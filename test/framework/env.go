@@ -38,6 +38,9 @@ type Options struct {
 	NoManager bool
 	// Name labels the log folder (default "suite").
 	Name string
+	// EnableHTTP2 lets the webhook server negotiate HTTP/2 (mpiguard serve
+	// --enable-http2); off, as shipped.
+	EnableHTTP2 bool
 }
 
 // Env is a running integration environment.
@@ -123,6 +126,7 @@ func (e *Env) startManager(ctx context.Context, opts Options) error {
 	so := app.DefaultServeOptions()
 	so.WebhookHost, so.WebhookPort, so.CertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
 	so.MetricsAddr, so.ProbeAddr = "0", "0"
+	so.EnableHTTP2 = opts.EnableHTTP2
 	so.GracefulShutdownTime = 10 * time.Second
 	mgr, err := app.NewManager(e.Config, so)
 	if err != nil {

@@ -142,6 +142,16 @@ func post(c *http.Client, url string, body []byte) error {
 	return nil
 }
 
+// protocol is the HTTP version the client and the webhook server agree on.
+func protocol(c *http.Client, url string) (string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	_ = resp.Body.Close()
+	return resp.Proto, nil
+}
+
 // answer is the part of an AdmissionReview response the generator checks.
 type answer struct {
 	Kind     string `json:"kind"`
@@ -152,7 +162,9 @@ type answer struct {
 }
 
 // tlsClient trusts the CA of envtest's webhook serving certificate, as the
-// apiserver does through the webhook configuration's caBundle.
+// apiserver does through the webhook configuration's caBundle, and offers
+// HTTP/2 as the apiserver does: the server's protocol negotiation decides
+// (HTTP/1.1 unless mpiguard serve --enable-http2).
 func tlsClient(ca []byte) (*http.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
@@ -163,6 +175,7 @@ func tlsClient(ca []byte) (*http.Client, error) {
 		Transport: &http.Transport{
 			TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 			MaxIdleConnsPerHost: maxInFlight,
+			ForceAttemptHTTP2:   true,
 		},
 	}, nil
 }

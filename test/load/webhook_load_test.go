@@ -62,7 +62,10 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 	// controller-runtime's own logs would only cost the server CPU here. The
 	// decision log stays on (one JSON line per decision, as in production).
 	ctrl.SetLogger(logr.Discard())
-	env, err := framework.Start(ctx, framework.Options{Name: "load"})
+	// MPIGUARD_LOAD_HTTP2=true measures the server with HTTP/2 enabled
+	// (mpiguard serve --enable-http2), which the generator then negotiates.
+	http2 := os.Getenv("MPIGUARD_LOAD_HTTP2") == "true"
+	env, err := framework.Start(ctx, framework.Options{Name: "load", EnableHTTP2: http2})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,6 +107,10 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 	base := fmt.Sprintf("https://%s:%d", wh.LocalServingHost, wh.LocalServingPort)
 	httpClient, err := tlsClient(wh.LocalServingCAData)
 	must(b, err)
+	wantProto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[http2]
+	if proto, err := protocol(httpClient, base+trainjob.ValidatePath); err != nil || proto != wantProto {
+		b.Fatalf("the generator speaks %q to the webhook server (err %v), want %s", proto, err, wantProto)
+	}
 	rate := targetRate
 	if v := os.Getenv("MPIGUARD_LOAD_RATE"); v != "" {
 		rate, err = strconv.Atoi(v)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 			CertDir:  o.CertDir,
 			CertName: o.CertName,
 			KeyName:  o.KeyName,
+			TLSOpts:  webhookTLSOptions(o.EnableHTTP2),
 		}),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -55,6 +57,16 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// webhookTLSOptions offers only HTTP/1.1 in TLS's protocol negotiation unless
+// HTTP/2 is enabled: controller-runtime offers "h2" by default, and the
+// apiserver takes it when offered.
+func webhookTLSOptions(enableHTTP2 bool) []func(*tls.Config) {
+	if enableHTTP2 {
+		return nil
+	}
+	return []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 }
 
 // Serve builds the manager, sets up every component and runs until ctx ends.

@@ -20,6 +20,13 @@ type ServeOptions struct {
 	CertDir     string
 	CertName    string
 	KeyName     string
+	// EnableHTTP2 lets the webhook server negotiate HTTP/2. Off by default, as
+	// kubebuilder scaffolds it: HTTP/2 exposes the server to the HTTP/2
+	// rapid-reset and stream-cancellation attacks (CVE-2023-44487,
+	// CVE-2023-39325), and the kube-apiserver, which would otherwise pick
+	// HTTP/2, costs the webhook more CPU per review over it
+	// (docs/performance.md). The apiserver falls back to HTTP/1.1 by itself.
+	EnableHTTP2 bool
 
 	MetricsAddr string
 	ProbeAddr   string
@@ -58,6 +65,7 @@ func (o *ServeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Folder with the webhook serving certificate; reloaded on change.")
 	fs.StringVar(&o.CertName, "cert-name", o.CertName, "Certificate file name in --cert-dir.")
 	fs.StringVar(&o.KeyName, "key-name", o.KeyName, "Private key file name in --cert-dir.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Let the webhook server negotiate HTTP/2 (off: HTTP/1.1 only; see CVE-2023-44487).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint ('0' disables it).")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of the /healthz and /readyz probes.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader for the controllers (webhooks are served by every mpiguard pod).")
