@@ -50,7 +50,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	a.ledger = NewLedger(mgr.GetClient(), opts.ReservationTTL)
 	srv := mgr.GetWebhookServer()
-	srv.Register(ValidatePath, &webhook.Admission{Handler: Validator{a}})
-	srv.Register(MutatePath, &webhook.Admission{Handler: Mutator{a}})
+	srv.Register(ValidatePath, reviewServer{&webhook.Admission{Handler: Validator{a}}})
+	srv.Register(MutatePath, reviewServer{&webhook.Admission{Handler: Mutator{a}}})
 	return nil
 }
