@@ -49,6 +49,8 @@ const (
 	maxInFlight = 64
 	duration    = 10 * time.Second
 	namespaces  = 8
+	// controlPath serves cpuControl when MPIGUARD_LOAD_CONTROL_US is set.
+	controlPath = "/load-control"
 )
 
 type scenario struct {
@@ -103,6 +105,16 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 			return fixtures.TrainJob(ns, "load", torch.Name).NumNodes(4).Obj()
 		}},
 	}
+	if v := os.Getenv("MPIGUARD_LOAD_CONTROL_US"); v != "" {
+		// Only the control: see cpuControl.
+		us, err := strconv.Atoi(v)
+		if err != nil || us < 0 {
+			b.Fatalf("MPIGUARD_LOAD_CONTROL_US=%q: want microseconds of CPU per review", v)
+		}
+		garbage, _ := strconv.Atoi(os.Getenv("MPIGUARD_LOAD_CONTROL_BYTES"))
+		env.Manager.GetWebhookServer().Register(controlPath, cpuControl(time.Duration(us)*time.Microsecond, garbage))
+		scenarios = []scenario{{fmt.Sprintf("control-%dus-%dB", us, garbage), controlPath, scenarios[0].job}}
+	}
 	wh := env.Testenv.WebhookInstallOptions
 	base := fmt.Sprintf("https://%s:%d", wh.LocalServingHost, wh.LocalServingPort)
 	httpClient, err := tlsClient(wh.LocalServingCAData)
@@ -124,7 +136,7 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 			bodies := make([][]byte, len(nss))
 			for i, ns := range nss {
 				job := sc.job(ns)
-				if sc.path == trainjob.ValidatePath {
+				if sc.path != trainjob.MutatePath {
 					// The validating webhook sees the job as the apiserver sends
 					// it: defaulted and mutated by mpiguard's mutating webhook
 					// (its runtime patch). A dry-run create returns exactly that.
