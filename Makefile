@@ -25,7 +25,7 @@ KUSTOMIZE      = $(GO) tool kustomize
 GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
 
-UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/)
+UNIT_PKGS        = $$($(GO) list ./... | grep -v -e /test/integration -e /test/load)
 INTEGRATION_PKGS = ./test/integration/...
 
 ##@ General

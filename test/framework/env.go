@@ -69,6 +69,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if killed, err := reapOrphanedControlPlanes(assets); err != nil {
+		return nil, err
+	} else if len(killed) > 0 {
+		fmt.Fprintf(os.Stderr, "killed %d kube-apiserver/etcd processes orphaned by an earlier test run (pids %v)\n", len(killed), killed)
+	}
 	e := &Env{}
 	if e.LogDir, err = newLogDir(opts.Name); err != nil {
 		return nil, err

@@ -1,0 +1,67 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// reapOrphanedControlPlanes kills kube-apiserver and etcd processes left by
+// earlier test runs: processes whose executable lives in dir (the control
+// plane's binaries) and whose parent is gone, so they were re-parented to
+// PID 1. They are left when `go test -timeout` ends a suite: the test binary
+// exits at once, no cleanup runs, and envtest starts them in process groups of
+// their own. A running suite's or `make run`'s control plane still has its
+// parent and is left alone. It returns the PIDs it killed; processes it may
+// not inspect are skipped (Linux only: elsewhere /proc does not exist and
+// nothing is done).
+func reapOrphanedControlPlanes(dir string) ([]int, error) {
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, nil
+	}
+	var killed []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || filepath.Dir(exe) != dir {
+			continue
+		}
+		if ppid, err := parentPID(pid); err != nil || ppid != 1 {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return killed, fmt.Errorf("killing orphaned %s (pid %d): %w", filepath.Base(exe), pid, err)
+		}
+		killed = append(killed, pid)
+	}
+	return killed, nil
+}
+
+// parentPID reads the parent's PID from /proc/PID/stat; the command name
+// before it is in parentheses and may itself contain spaces or parentheses.
+func parentPID(pid int) (int, error) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := bytes.Fields(stat[i+1:])
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: too short", pid)
+	}
+	return strconv.Atoi(string(fields[1]))
+}
