@@ -95,10 +95,15 @@ func cacheOptions() cache.Options {
 	if err != nil {
 		panic(err)
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJobSet)},
-		// Only policy ConfigMaps are watched (policies/reload); caching every
-		// ConfigMap of the cluster would cost memory for nothing.
-		&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*isPolicy)},
-	}}
+	return cache.Options{
+		// managedFields are a large share of every object and nothing in
+		// mpiguard reads them from the cache (server-side apply works them
+		// out on the server): drop them from every informer's copy.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJobSet)},
+			// Only policy ConfigMaps are watched (policies/reload); caching every
+			// ConfigMap of the cluster would cost memory for nothing.
+			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*isPolicy)},
+		}}
 }
