@@ -3,6 +3,8 @@
 // every other TrainJob is allowed untouched after one cached runtime lookup.
 // Decode -> runtime and namespace context -> JobView (policies/render) ->
 // policy engine (policies/engine) -> response with messages and warnings.
+// controller-runtime's admission.Webhook handles each request; reviewServer
+// (serve.go) serves it over HTTP, decoding the AdmissionReview with goccy/go-json.
 package trainjob
 
 import (
