@@ -107,11 +107,14 @@ func TestReviewServerMatchesControllerRuntime(t *testing.T) {
 // controller-runtime handles them.
 func TestReviewServerAnswersOddReviewsAsControllerRuntime(t *testing.T) {
 	for name, body := range map[string]string{
-		"other version": `{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"x","name":"ab"}}`,
-		"other kind":    `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`,
-		"no request":    `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`,
-		"empty object":  `{}`,
-		"null request":  `{"request":null}`,
+		"other version":  `{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"x","name":"ab"}}`,
+		"other kind":     `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`,
+		"no request":     `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`,
+		"empty object":   `{}`,
+		"null request":   `{"request":null}`,
+		"only a kind":    `{"kind":"AdmissionReview","request":{"uid":"x"}}`,
+		"only a version": `{"apiVersion":"admission.k8s.io/v1","request":{"uid":"x"}}`,
+		"only v1beta1":   `{"apiVersion":"admission.k8s.io/v1beta1","request":{"uid":"x"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			want, got, wantReq, gotReq := serveBoth(t, []byte(body), "application/json")
