@@ -571,7 +571,13 @@ func TestRender(t *testing.T) {
 			if err := ApplyDefaults(tc.runtime, tc.trainJob); err != nil {
 				t.Fatalf("ApplyDefaults: %v", err)
 			}
+			// Nothing Render is given may change: admission hands it the
+			// informer cache's objects' copies and mpiguard check one runtime
+			// for many TrainJobs.
 			before := tc.trainJob.DeepCopy()
+			runtimeBefore := tc.runtime.DeepCopyObject()
+			lrsBefore := deepCopies(lrs)
+			rcsBefore := deepCopies(tc.runtimeClasses)
 			view, err := r.Render(context.Background(), Input{TrainJob: tc.trainJob, Runtime: tc.runtime, LimitRanges: lrs, RuntimeClasses: tc.runtimeClasses})
 			if err != nil {
 				t.Fatalf("Render: %v", err)
@@ -582,9 +588,33 @@ func TestRender(t *testing.T) {
 			if diff := cmp.Diff(before, tc.trainJob); diff != "" {
 				t.Errorf("Render modified the TrainJob (-before +after):\n%s", diff)
 			}
+			if diff := cmp.Diff(runtimeBefore, tc.runtime); diff != "" {
+				t.Errorf("Render modified the runtime (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(lrsBefore, lrs); diff != "" {
+				t.Errorf("Render modified the LimitRanges (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(rcsBefore, tc.runtimeClasses); diff != "" {
+				t.Errorf("Render modified the RuntimeClasses (-before +after):\n%s", diff)
+			}
 			if view.Launcher != nil && view.Launcher.Name != constants.Launcher {
 				t.Errorf("Launcher points to %q", view.Launcher.Name)
 			}
 		})
 	}
+}
+
+// deepCopies copies a list of API objects, items included.
+func deepCopies[T any, P interface {
+	*T
+	DeepCopy() P
+}](items []T) []T {
+	if items == nil {
+		return nil
+	}
+	out := make([]T, len(items))
+	for i := range items {
+		out[i] = *P(&items[i]).DeepCopy()
+	}
+	return out
 }
