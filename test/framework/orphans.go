@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,10 +38,11 @@ func reapOrphanedControlPlanes(dir string) ([]int, error) {
 		if err != nil || filepath.Dir(exe) != dir {
 			continue
 		}
-		if ppid, err := parentPID(pid); err != nil || ppid != 1 {
+		if _, ppid, err := procStat(pid); err != nil || ppid != 1 {
 			continue
 		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		// ESRCH: it ended between the look and the kill, which is what we want.
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return killed, fmt.Errorf("killing orphaned %s (pid %d): %w", filepath.Base(exe), pid, err)
 		}
 		killed = append(killed, pid)
@@ -48,20 +50,22 @@ func reapOrphanedControlPlanes(dir string) ([]int, error) {
 	return killed, nil
 }
 
-// parentPID reads the parent's PID from /proc/PID/stat; the command name
-// before it is in parentheses and may itself contain spaces or parentheses.
-func parentPID(pid int) (int, error) {
+// procStat reads a process's state (R, S, Z, ...) and its parent's PID from
+// /proc/PID/stat; the command name before them is in parentheses and may
+// itself contain spaces or parentheses.
+func procStat(pid int) (state string, ppid int, err error) {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+		return "", 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	fields := bytes.Fields(stat[i+1:])
 	if len(fields) < 2 {
-		return 0, fmt.Errorf("/proc/%d/stat: too short", pid)
+		return "", 0, fmt.Errorf("/proc/%d/stat: too short", pid)
 	}
-	return strconv.Atoi(string(fields[1]))
+	ppid, err = strconv.Atoi(string(fields[1]))
+	return string(fields[0]), ppid, err
 }

@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +48,7 @@ func TestReapOrphanedControlPlanesKillsOnlyOrphans(t *testing.T) {
 
 	var ppid int
 	for range 100 { // the shell may not have exited yet
-		if ppid, err = parentPID(orphan); err == nil && ppid == 1 {
+		if _, ppid, err = procStat(orphan); err == nil && ppid == 1 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -79,11 +78,6 @@ func TestReapOrphanedControlPlanesKillsOnlyOrphans(t *testing.T) {
 
 // alive says whether pid runs (a zombie has ended and only waits to be reaped).
 func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	fields := bytes.Fields(stat[i+1:])
-	return len(fields) > 0 && string(fields[0]) != "Z"
+	state, _, err := procStat(pid)
+	return err == nil && state != "Z"
 }
