@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -89,10 +90,14 @@ var _ = Describe("Curated runtimes publisher", func() {
 	It("reverts an edit, including fields another manager added", func(ctx context.Context) {
 		const name = "mpiguard-intelmpi-v1"
 		for round := 1; round <= 2; round++ {
-			rt := get(ctx, name)(Default)
-			rt.Spec.MLPolicy.MPI.NumProcPerNode = ptr.To[int32](8)
-			rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"edited-by": "someone"}
-			Expect(env.Client.Update(ctx, rt, client.FieldOwner("kubectl-edit"))).To(Succeed())
+			// The publisher repairs with two writes (an update, then an apply), so an
+			// edit read between them conflicts; retry it as kubectl edit would.
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				rt := get(ctx, name)(Default)
+				rt.Spec.MLPolicy.MPI.NumProcPerNode = ptr.To[int32](8)
+				rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"edited-by": "someone"}
+				return env.Client.Update(ctx, rt, client.FieldOwner("kubectl-edit"))
+			})).To(Succeed(), "round %d", round)
 			Eventually(func(g Gomega) {
 				rt := get(ctx, name)(g)
 				g.Expect(*rt.Spec.MLPolicy.MPI.NumProcPerNode).To(BeEquivalentTo(1))
