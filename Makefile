@@ -1,6 +1,7 @@
 # mpiguard — admission policies and runtime templates for MPI TrainJobs.
-# Everything the tests need is built from the Go module proxy: `make test` on a
-# fresh clone is enough. `make help` lists the targets.
+# Everything the tests need is built from the Go module proxy, but for MPICH's
+# Hydra, installed from Debian's packages: `make test` on a fresh clone is
+# enough. `make help` lists the targets.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -93,8 +94,17 @@ test-rego: ## Rego unit tests (OPA's tester) over policies/.
 	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) test --v1-compatible --ignore '*.yaml' -v policies | tail -n 3; else echo "no Rego policies yet"; fi
 
 .PHONY: test-unit
-test-unit: ## Go unit tests (no apiserver).
-	$(GO) test -count=1 $(UNIT_PKGS)
+test-unit: hydra ## Go unit tests (no apiserver).
+	MPIGUARD_REQUIRE_HYDRA=1 $(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: hydra
+hydra: ## Install MPICH's Hydra (Debian's mpich): the Hydra runtimes' launcher test runs it.
+	@if ! command -v mpiexec.hydra >/dev/null; then \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing Debian's mpich (MPICH's Hydra) for runtimes/catalog's launcher test"; \
+	  apt="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get -q -y"; \
+	  $$apt install --no-install-recommends mpich >/dev/null || { $$apt update >/dev/null && $$apt install --no-install-recommends mpich >/dev/null; }; \
+	fi
 
 .PHONY: test-integration
 test-integration: controlplane ## envtest integration suites against a real kube-apiserver + etcd.
