@@ -114,8 +114,7 @@ func lookHydra(t *testing.T) string {
 // Launcher's node container.
 func renderHydraJob(t *testing.T, r *render.Renderer, rt *trainer.ClusterTrainingRuntime, numNodes, slots int32) (*render.JobView, *corev1.Container) {
 	t.Helper()
-	published := rt.DeepCopy()
-	job := &trainer.TrainJob{
+	view := renderPublished(t, r, rt, &trainer.TrainJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hydra"},
 		Spec: trainer.TrainJobSpec{
 			RuntimeRef: trainer.RuntimeRef{Name: rt.Name},
@@ -125,17 +124,7 @@ func renderHydraJob(t *testing.T, r *render.Renderer, rt *trainer.ClusterTrainin
 				Args:           []string{"sh", "-c", `echo "mpiguard-rank $PMI_RANK of $PMI_SIZE on $MPIR_CVAR_CH3_INTERFACE_HOSTNAME"`},
 			},
 		},
-	}
-	if err := render.ApplyDefaults(job, published); err != nil {
-		t.Fatal(err)
-	}
-	view, err := r.Render(context.Background(), render.Input{TrainJob: job, Runtime: published})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(view.Problems) > 0 || view.Launcher == nil || view.Workers == nil {
-		t.Fatalf("render: problems %v, launcher %v, Workers %v", view.Problems, view.Launcher != nil, view.Workers != nil)
-	}
+	})
 	return view, nodeContainer(view.Launcher.PodTemplate.Spec)
 }
 

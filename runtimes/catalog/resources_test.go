@@ -60,8 +60,7 @@ func TestResourcesPerNodeSizeTheWorkers(t *testing.T) {
 	}
 	for _, rt := range rts {
 		t.Run(rt.Name, func(t *testing.T) {
-			published := rt.DeepCopy()
-			job := &trainer.TrainJob{
+			view := renderPublished(t, r, rt, &trainer.TrainJob{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gpu"},
 				Spec: trainer.TrainJobSpec{
 					RuntimeRef: trainer.RuntimeRef{Name: rt.Name},
@@ -71,21 +70,7 @@ func TestResourcesPerNodeSizeTheWorkers(t *testing.T) {
 						Args:             []string{"python", "train.py"},
 					},
 				},
-			}
-			// The apiserver's CRD defaults, as a published runtime has them.
-			if err := render.ApplyDefaults(job, published); err != nil {
-				t.Fatal(err)
-			}
-			view, err := r.Render(ctx, render.Input{TrainJob: job, Runtime: published})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(view.Problems) > 0 {
-				t.Fatalf("render problems: %v", view.Problems)
-			}
-			if view.Launcher == nil || view.Workers == nil {
-				t.Fatalf("rendered without a launcher or Workers: %+v", view.ReplicatedJobs)
-			}
+			})
 			got := placement{
 				LauncherPods:      view.Launcher.Pods,
 				WorkerPods:        view.Workers.Pods,
@@ -100,4 +85,26 @@ func TestResourcesPerNodeSizeTheWorkers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renderPublished renders job on rt as published (the apiserver's CRD defaults
+// applied to both) with the Trainer's own runtime framework, as admission does,
+// and fails unless it renders cleanly into a launcher and Workers.
+func renderPublished(t *testing.T, r *render.Renderer, rt *trainer.ClusterTrainingRuntime, job *trainer.TrainJob) *render.JobView {
+	t.Helper()
+	published := rt.DeepCopy()
+	if err := render.ApplyDefaults(job, published); err != nil {
+		t.Fatal(err)
+	}
+	view, err := r.Render(context.Background(), render.Input{TrainJob: job, Runtime: published})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Problems) > 0 {
+		t.Fatalf("render problems: %v", view.Problems)
+	}
+	if view.Launcher == nil || view.Workers == nil {
+		t.Fatalf("rendered without a launcher or Workers: %+v", view.ReplicatedJobs)
+	}
+	return view
 }
