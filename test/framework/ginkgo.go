@@ -3,12 +3,16 @@ package framework
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
+
+// EventuallyTimeout is the integration suites' default for Eventually.
+const EventuallyTimeout = 30 * time.Second
 
 // anySpecFailed is set by the reporter below so a suite keeps the control
 // plane's logs when something failed and removes them when all passed.
@@ -26,6 +30,10 @@ var _ = ginkgo.ReportAfterEach(func(r ginkgo.SpecReport) {
 func StartSuite(ctx context.Context, opts Options) *Env {
 	ginkgo.GinkgoHelper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
+	// Gomega's default (1 s) is tight for a controller's round trip on a busy
+	// 2-core CI machine; a spec that means a shorter wait says so.
+	gomega.SetDefaultEventuallyTimeout(EventuallyTimeout)
+	gomega.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	env, err := Start(ctx, opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the integration environment")
 	ginkgo.DeferCleanup(func() {

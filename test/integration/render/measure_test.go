@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,20 +66,50 @@ func measurableNames(total render.Charge) []corev1.ResourceName {
 }
 
 // createQuota creates a ResourceQuota with huge hard limits on names and fills its
-// status as the quota controller (not running in envtest) would.
+// status as the quota controller (not running in envtest) would. It returns once
+// the apiserver's quota admission enforces that status: admission reads quotas
+// from an informer, and pods created before it sees status.hard are charged
+// nothing.
 func createQuota(ctx context.Context, ns, name string, names []corev1.ResourceName) {
+	GinkgoHelper()
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{}}}
 	for _, n := range names {
 		q.Spec.Hard[n] = resource.MustParse("1Pi")
 	}
+	// A sentinel no pod uses: admission rejects PodTemplates once it sees the status.
+	q.Spec.Hard[quotaSentinel] = resource.MustParse("0")
 	Expect(env.Client.Create(ctx, q)).To(Succeed())
 	used := corev1.ResourceList{}
-	for _, n := range names {
+	for n := range q.Spec.Hard {
 		used[n] = resource.MustParse("0")
 	}
 	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard.DeepCopy(), Used: used}
 	Expect(env.Client.Status().Update(ctx, q)).To(Succeed())
+	Eventually(probeQuota).WithArguments(ctx, ns).Should(MatchError(ContainSubstring("exceeded quota: "+name)),
+		"quota admission does not enforce ResourceQuota %s/%s", ns, name)
+
+	// Drop the sentinel again, so that the next quota's probe is refused by that
+	// quota only (admission names just the first quota a request exceeds).
+	delete(q.Spec.Hard, quotaSentinel)
+	Expect(env.Client.Update(ctx, q)).To(Succeed())
+	delete(q.Status.Hard, quotaSentinel)
+	delete(q.Status.Used, quotaSentinel)
+	Expect(env.Client.Status().Update(ctx, q)).To(Succeed())
+	Eventually(probeQuota).WithArguments(ctx, ns).Should(Succeed(), "quota admission still enforces the sentinel of %s/%s", ns, name)
 }
+
+// probeQuota dry-runs the creation of a PodTemplate, which only createQuota's
+// sentinel limits.
+func probeQuota(ctx context.Context, ns string) error {
+	return env.Client.Create(ctx, &corev1.PodTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota-probe"},
+		Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+	}, client.DryRunAll)
+}
+
+// quotaSentinel is the resource createQuota limits to 0 to see when quota
+// admission enforces a new quota.
+const quotaSentinel corev1.ResourceName = "count/podtemplates"
 
 func quotaUsed(ctx context.Context, ns, name string) corev1.ResourceList {
 	q := &corev1.ResourceQuota{}

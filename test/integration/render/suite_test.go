@@ -8,7 +8,6 @@ package render
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -29,9 +28,6 @@ func TestRender(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	// The Trainer reconciles asynchronously; a loaded 2-core machine can be slow.
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	env = framework.StartSuite(context.Background(), framework.Options{
 		Name:  "render",
 		Setup: framework.TrainerController,
