@@ -144,13 +144,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return r.failed(want, err)
 		}
-		cause := ""
 		if seen {
-			cause = "edited"
+			// The update is the repair: count it now. The apply that follows can still
+			// lose a race to the next edit, which is then repaired (and counted) on
+			// its own. Remembering the update's generation keeps a conflict caused by
+			// a metadata-only write (no new generation) from counting twice.
+			r.remember(want.Name, updated.UID, updated.Generation)
+			r.repaired(updated, "edited")
 		}
-		return r.apply(ctx, want, updated.ResourceVersion, cause)
+		return r.apply(ctx, want, updated.ResourceVersion, "")
 	}
 	return r.apply(ctx, want, live.ResourceVersion, "")
+}
+
+// remember records the object version a write of ours produced and returns the
+// one recorded before, if any.
+func (r *Reconciler) remember(name string, uid types.UID, generation int64) (prev writeMark, seen bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev, seen = r.written[name]
+	r.written[name] = writeMark{uid: uid, generation: generation}
+	return prev, seen
+}
+
+// repaired counts and reports the restoration of a curated runtime someone else
+// changed (cause "edited") or deleted.
+func (r *Reconciler) repaired(rt *trainer.ClusterTrainingRuntime, cause string) {
+	repairsTotal.WithLabelValues(rt.Name, cause).Inc()
+	r.recorder.Eventf(rt, nil, corev1.EventTypeWarning, ReasonRestored, "Restore",
+		"curated runtime %s was %s outside mpiguard and has been restored; change curated runtimes through mpiguard's release, or copy one under a new name", rt.Name, cause)
 }
 
 // replaceSpec overwrites the whole spec with an update, removing fields another
@@ -169,8 +191,8 @@ func (r *Reconciler) replaceSpec(ctx context.Context, live, want *trainer.Cluste
 	return updated, r.client.Update(ctx, updated, client.FieldOwner(FieldOwner))
 }
 
-// apply server-side-applies want; cause is "deleted" or "edited" when this
-// write repairs someone else's change, "" otherwise. resourceVersion, when set,
+// apply server-side-applies want; cause is "deleted" when this write repairs
+// someone else's deletion, "" otherwise (an edit is repaired by replaceSpec). resourceVersion, when set,
 // makes the apply conditional on the object we last saw: a foreign write that
 // lands in between fails the apply with a conflict (and a retry) instead of being
 // recorded as ours.
@@ -193,19 +215,14 @@ func (r *Reconciler) apply(ctx context.Context, want *trainer.ClusterTrainingRun
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &live); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.mu.Lock()
 	now := writeMark{uid: live.UID, generation: live.Generation}
-	prev, seen := r.written[want.Name]
-	r.written[want.Name] = now
-	r.mu.Unlock()
+	prev, seen := r.remember(want.Name, live.UID, live.Generation)
 
 	appliesTotal.WithLabelValues(want.Name, "success").Inc()
 	publishedGauge.WithLabelValues(want.Name).Set(1)
 	switch {
-	case cause != "" && (seen || cause == "edited"):
-		repairsTotal.WithLabelValues(want.Name, cause).Inc()
-		r.recorder.Eventf(&live, nil, corev1.EventTypeWarning, ReasonRestored, "Restore",
-			"curated runtime %s was %s outside mpiguard and has been restored; change curated runtimes through mpiguard's release, or copy one under a new name", want.Name, cause)
+	case cause != "" && seen:
+		r.repaired(&live, cause)
 	case !seen || prev != now:
 		r.recorder.Eventf(&live, nil, corev1.EventTypeNormal, ReasonPublished, "Publish",
 			"curated runtime %s published (generation %d)", want.Name, live.Generation)
