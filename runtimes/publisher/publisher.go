@@ -149,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// lose a race to the next edit, which is then repaired (and counted) on
 			// its own. Remembering the update's generation keeps a conflict caused by
 			// a metadata-only write (no new generation) from counting twice.
-			r.remember(want.Name, updated.UID, updated.Generation)
+			r.remember(want.Name, writeMark{uid: updated.UID, generation: updated.Generation})
 			r.repaired(updated, "edited")
 		}
 		return r.apply(ctx, want, updated.ResourceVersion, "")
@@ -159,11 +159,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // remember records the object version a write of ours produced and returns the
 // one recorded before, if any.
-func (r *Reconciler) remember(name string, uid types.UID, generation int64) (prev writeMark, seen bool) {
+func (r *Reconciler) remember(name string, mark writeMark) (prev writeMark, seen bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prev, seen = r.written[name]
-	r.written[name] = writeMark{uid: uid, generation: generation}
+	r.written[name] = mark
 	return prev, seen
 }
 
@@ -192,10 +192,10 @@ func (r *Reconciler) replaceSpec(ctx context.Context, live, want *trainer.Cluste
 }
 
 // apply server-side-applies want; cause is "deleted" when this write repairs
-// someone else's deletion, "" otherwise (an edit is repaired by replaceSpec). resourceVersion, when set,
-// makes the apply conditional on the object we last saw: a foreign write that
-// lands in between fails the apply with a conflict (and a retry) instead of being
-// recorded as ours.
+// someone else's deletion, "" otherwise (an edit is repaired by replaceSpec).
+// resourceVersion, when set, makes the apply conditional on the object we last
+// saw: a foreign write that lands in between fails the apply with a conflict (and
+// a retry) instead of being recorded as ours.
 func (r *Reconciler) apply(ctx context.Context, want *trainer.ClusterTrainingRuntime, resourceVersion, cause string) (ctrl.Result, error) {
 	u, err := toUnstructured(want)
 	if err != nil {
@@ -216,7 +216,7 @@ func (r *Reconciler) apply(ctx context.Context, want *trainer.ClusterTrainingRun
 		return ctrl.Result{}, err
 	}
 	now := writeMark{uid: live.UID, generation: live.Generation}
-	prev, seen := r.remember(want.Name, live.UID, live.Generation)
+	prev, seen := r.remember(want.Name, now)
 
 	appliesTotal.WithLabelValues(want.Name, "success").Inc()
 	publishedGauge.WithLabelValues(want.Name).Set(1)
