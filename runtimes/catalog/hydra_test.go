@@ -25,6 +25,9 @@ import (
 // sets it after installing Debian's mpich.
 const requireHydraEnv = "MPIGUARD_REQUIRE_HYDRA"
 
+// hydraJob names the rendered TrainJob, hence the JobSet and its pods' hostnames.
+const hydraJob = "hydra"
+
 // rankLine is what every rank of the test program prints.
 var rankLine = regexp.MustCompile(`^mpiguard-rank (\d+) of (\d+) on (\S+)$`)
 
@@ -71,9 +74,9 @@ func TestHydraStartsSlotsPerWorkerOnEveryHost(t *testing.T) {
 				}
 				var hosts []string
 				for i := range wantWorkers {
-					hosts = append(hosts, fmt.Sprintf("hydra-%s-0-%d.hydra", view.Workers.Name, i))
+					hosts = append(hosts, fmt.Sprintf("%s-%s-0-%d.%s", hydraJob, view.Workers.Name, i, hydraJob))
 				}
-				hosts = append(hosts, fmt.Sprintf("hydra-%s-0-0.hydra", view.Launcher.Name))
+				hosts = append(hosts, fmt.Sprintf("%s-%s-0-0.%s", hydraJob, view.Launcher.Name, hydraJob))
 				// Hydra's -ppn places ranks in blocks of Slots per worker, host by host
 				// in hostfile order.
 				total := int32(len(hosts)) * size.slots
@@ -115,7 +118,7 @@ func lookHydra(t *testing.T) string {
 func renderHydraJob(t *testing.T, r *render.Renderer, rt *trainer.ClusterTrainingRuntime, numNodes, slots int32) (*render.JobView, *corev1.Container) {
 	t.Helper()
 	view := renderPublished(t, r, rt, &trainer.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hydra"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: hydraJob},
 		Spec: trainer.TrainJobSpec{
 			RuntimeRef: trainer.RuntimeRef{Name: rt.Name},
 			Trainer: &trainer.Trainer{
