@@ -126,10 +126,23 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		return nil, err
 	}
 	d.Latency = time.Since(start)
-	if !req.MutationOnly {
+	d.set = set
+	if !req.MutationOnly && !req.RecordLater {
 		e.record(set, req, d)
 	}
 	return d, nil
+}
+
+// Record writes decision d of req to the decision log and metrics: for a
+// request decided with RecordLater, once its outcome is final. A quota
+// decision is final only when its reservation was written; one that lost the
+// write to another replica is decided again and only the last one counts.
+func (e *Engine) Record(req *Request, d *Decision) {
+	set := d.set
+	if set == nil {
+		set = e.current.Load()
+	}
+	e.record(set, req, d)
 }
 
 // evaluate runs the pass's prepared query (mutate rules for a MutationOnly

@@ -3,7 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"math/big"
+	"strings"
 	"sync"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -318,7 +320,7 @@ func roleTerm(rj *render.ReplicatedJobView) *ast.Term {
 	spec := &rj.PodTemplate.Spec
 	key := roleKey{
 		name: rj.Name, role: string(rj.Role), priorityClassName: spec.PriorityClassName,
-		pods: rj.Pods, terminating: terminating(spec),
+		pods: rj.Pods, terminating: quota.Terminating(spec),
 		perPod:      chargeTerm(&rj.PerPod),
 		labels:      stringMapTerm(rj.PodTemplate.Labels),
 		annotations: stringMapTerm(rj.PodTemplate.Annotations),
@@ -397,6 +399,9 @@ func requirementsTerm(reqs []corev1.NodeSelectorRequirement) *ast.Term {
 
 // chargeTerm is what pods are charged, shared between requests by content.
 func chargeTerm(c *render.Charge) *ast.Term {
+	if !keyedExactly(c.Requests) || !keyedExactly(c.Limits) {
+		return newChargeTerm(c)
+	}
 	key := getKeyBuf()
 	defer key.release()
 	key.resources(c.Requests)
@@ -433,10 +438,27 @@ func resourcesTerm(list corev1.ResourceList) *ast.Term {
 	if len(list) == 0 {
 		return emptyObject
 	}
+	if !keyedExactly(list) {
+		return newResourcesTerm(list)
+	}
 	key := getKeyBuf()
 	defer key.release()
 	key.resources(list)
 	return resourceTerms.cached(key.b, func() *ast.Term { return newResourcesTerm(list) })
+}
+
+// keyedExactly says whether a content key of list (keyBuf.resources: each
+// quantity's milli amount and format) tells its quantities apart: not for
+// amounts past the int64 range of milli units, where MilliValue wraps around,
+// nor finer than a milli unit, which it rounds. Such lists are built per
+// request instead.
+func keyedExactly(list corev1.ResourceList) bool {
+	for _, q := range list {
+		if _, ok := quota.MilliInt64(q); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func newResourcesTerm(list corev1.ResourceList) *ast.Term {
@@ -449,17 +471,23 @@ func newResourcesTerm(list corev1.ResourceList) *ast.Term {
 
 // quantityTerm gives Rego a quantity as numbers it can add exactly: value in
 // base units (cores, bytes, devices; fractional only for CPU), milli as an
-// integer, and display as kubectl would show it. Terms are immutable, and the
-// same few quantities recur in every request, so they are built once and shared.
+// integer, and display as kubectl would show it, all exact at any size. Terms
+// are immutable, and the same few quantities recur in every request, so they
+// are built once and shared; only quantities an int64 of milli units holds
+// exactly are, since that is the key.
 func quantityTerm(q resource.Quantity) *ast.Term {
-	key := quantityKey{milli: q.MilliValue(), format: q.Format}
+	m, ok := quota.MilliInt64(q)
+	if !ok {
+		return newQuantityTerm(q, quota.Milli(q))
+	}
+	key := quantityKey{milli: m, format: q.Format}
 	quantityCache.RLock()
 	t, ok := quantityCache.terms[key]
 	quantityCache.RUnlock()
 	if ok {
 		return t
 	}
-	t = newQuantityTerm(q, key.milli)
+	t = newQuantityTerm(q, big.NewInt(m))
 	quantityCache.Lock()
 	if len(quantityCache.terms) < maxCachedQuantities {
 		quantityCache.terms[key] = t
@@ -483,18 +511,28 @@ var quantityCache = struct {
 	terms map[quantityKey]*ast.Term
 }{terms: map[quantityKey]*ast.Term{}}
 
-func newQuantityTerm(q resource.Quantity, m int64) *ast.Term {
-	var value *ast.Term
-	if m%1000 == 0 {
-		value = intTerm(m / 1000)
-	} else {
-		value = ast.NumberTerm(json.Number(strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)))
-	}
+// newQuantityTerm is q's term; m is q in milli units (quota.Milli).
+func newQuantityTerm(q resource.Quantity, m *big.Int) *ast.Term {
 	return ast.ObjectTerm(
-		item(kValue, value),
-		item(kMilli, ast.NumberTerm(json.Number(strconv.FormatInt(m, 10)))),
+		item(kValue, unitsTerm(m)),
+		item(kMilli, bigTerm(m)),
 		item(kDisplay, ast.StringTerm(q.String())),
 	)
+}
+
+// unitsTerm is a milli amount in base units, as an exact decimal number:
+// 4, 1.5, 0.001.
+func unitsTerm(m *big.Int) *ast.Term {
+	units, frac := new(big.Int).QuoRem(m, big1000, new(big.Int))
+	if frac.Sign() == 0 {
+		return bigTerm(units)
+	}
+	digits := strings.TrimRight(fmt.Sprintf("%03d", new(big.Int).Abs(frac).Int64()), "0")
+	sign := ""
+	if m.Sign() < 0 && units.Sign() == 0 {
+		sign = "-" // -0.5: the integer part lost the sign
+	}
+	return ast.NumberTerm(json.Number(sign + units.String() + "." + digits))
 }
 
 // stringMapTerm is a map of strings (labels, annotations, node selector),

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/mpiguard/mpiguard/policies/quota"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 	// pass the admitted-but-not-visible jobs as Reserved.
 	var mu sync.Mutex
 	var inflight []Reservation
-	quota := corev1.ResourceQuota{
+	q := corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("40")}},
 	}
@@ -56,7 +57,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 			req.TrainJob.Name = fmt.Sprintf("job-%d", i)
 			req.TrainJob.Spec.ActiveDeadlineSeconds = 3600
 			req.View = gpuView(1)
-			req.Quotas = []corev1.ResourceQuota{quota}
+			req.Quotas = []corev1.ResourceQuota{q}
 
 			mu.Lock()
 			defer mu.Unlock()
@@ -67,7 +68,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 				return
 			}
 			if d.Allowed {
-				inflight = append(inflight, Reservation{TrainJob: "team-a/" + req.TrainJob.Name, View: req.View})
+				inflight = append(inflight, Reservation{TrainJob: "team-a/" + req.TrainJob.Name, Parts: quota.PartsOf(req.View, req.Quotas)})
 				admitted.Add(1)
 			} else {
 				denied.Add(1)

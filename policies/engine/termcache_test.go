@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/mpiguard/mpiguard/policies/quota"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,7 +53,7 @@ func variedRequest(i int) *Request {
 	}
 	if i%4 == 0 {
 		held := variedView(i + 1)
-		req.Reserved = []Reservation{{TrainJob: "team/held", View: held}}
+		req.Reserved = []Reservation{{TrainJob: "team/held", Parts: quota.PartsOf(held, []corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("1"), "pods": resource.MustParse("1")}}}})}}
 	}
 	req.Quotas = []corev1.ResourceQuota{{
 		ObjectMeta: metav1.ObjectMeta{Name: "q"},

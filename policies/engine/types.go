@@ -6,6 +6,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -29,6 +30,9 @@ type Request struct {
 	// mutations only and is neither logged nor counted, so each admission shows
 	// up once in the decision log and metrics (the validating pass).
 	MutationOnly bool
+	// RecordLater leaves the decision out of the log and metrics: the caller
+	// calls Engine.Record with the final decision (see Engine.Record).
+	RecordLater bool
 
 	// TrainJob is the submitted object; OldTrainJob the stored one on UPDATE.
 	TrainJob    *trainer.TrainJob
@@ -58,14 +62,10 @@ type RuntimeMeta struct {
 	Annotations map[string]string
 }
 
-// Reservation is a job a quota will be charged for but does not count yet.
-type Reservation struct {
-	// TrainJob is "namespace/name", for the decision log and messages.
-	TrainJob string
-	// View is the job's rendered view: each replicated job is charged against the
-	// quotas whose scopes select its pods.
-	View *render.JobView
-}
+// Reservation is an admitted job a quota will be charged for but does not
+// count yet: its parts are what its missing pods charge each quota (see
+// policies/quota).
+type Reservation = quota.Holder
 
 // Enforcement says what a policy's violations do.
 type Enforcement string
@@ -105,6 +105,9 @@ type Decision struct {
 	DryRunMutations  []Change
 	PolicySetVersion string
 	Latency          time.Duration
+
+	// set is the policy set that made the decision, for Engine.Record.
+	set *compiledSet
 }
 
 // Denials returns the violations whose Action is deny.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -56,7 +57,7 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 		if err != nil {
 			res.Error = err.Error()
 		} else if res.Allowed && res.Governed {
-			reserved[tj.Namespace] = append(reserved[tj.Namespace], engine.Reservation{TrainJob: res.TrainJob, View: view})
+			reserved[tj.Namespace] = append(reserved[tj.Namespace], engine.Reservation{TrainJob: res.TrainJob, Parts: quota.PartsOf(view, c.quotasIn(tj.Namespace))})
 		}
 		if res.Violations == nil {
 			res.Violations = []engine.Violation{}

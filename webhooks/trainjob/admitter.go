@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -22,8 +24,12 @@ type admitter struct {
 	cluster  cluster
 	renderer *render.Renderer
 	engine   *engine.Engine
-	ledger   *Ledger
 	views    *viewCache
+	// reservations records the quota admitted jobs hold until their pods exist.
+	reservations *reservations.Store
+	// grace is how long an entry is taken on trust before its TrainJob must show.
+	grace   time.Duration
+	metrics webhookMetrics
 }
 
 // evaluation is one request on its way through the pipeline.
@@ -127,7 +133,7 @@ func specChanged(old, job *trainer.TrainJob) bool {
 
 // startsPods says whether admitting this request lets the job create pods that
 // it could not before: a new running job, or a suspended one being resumed
-// (Kueue admits by flipping spec.suspend). Only these need the quota ledger.
+// (Kueue admits by flipping spec.suspend). Only these reserve quota.
 func (ev *evaluation) startsPods() bool {
 	if ptr.Deref(ev.job.Spec.Suspend, false) {
 		return false

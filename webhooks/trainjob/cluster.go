@@ -54,7 +54,7 @@ func (c cluster) runtimeOf(ctx context.Context, job *trainer.TrainJob) (client.O
 	}
 	err := c.get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("spec.runtimeRef: %s %q not found, so mpiguard cannot tell what this TrainJob would create; create the runtime first or fix spec.runtimeRef.name", kind, ref.Name)
+		return nil, &runtimeNotFoundError{kind: kind, name: ref.Name}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s %q: %w", kind, ref.Name, err)
@@ -92,4 +92,12 @@ func (c cluster) namespaceContext(ctx context.Context, ns string) (*namespaceCon
 	}
 	out.Quotas, out.LimitRanges, out.RuntimeClasses = quotas.Items, limitRanges.Items, runtimeClasses.Items
 	return out, nil
+}
+
+// runtimeNotFoundError says which runtime a TrainJob refers to is missing, and
+// how to fix it.
+type runtimeNotFoundError struct{ kind, name string }
+
+func (e *runtimeNotFoundError) Error() string {
+	return fmt.Sprintf("spec.runtimeRef: %s %q not found, so mpiguard cannot tell what this TrainJob would create; create the runtime first or fix spec.runtimeRef.name", e.kind, e.name)
 }

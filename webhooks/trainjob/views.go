@@ -43,14 +43,8 @@ func (c *viewCache) put(uid, key string, view *render.JobView) {
 	c.entries.Add(uid, cachedView{key: key, view: view})
 }
 
-// pendingViews renders the stored TrainJobs of namespace context nsc (for the
-// ledger) through the cache; nsc is read once per decision, not per job.
-func (a *admitter) pendingViews(nsc *namespaceContext) ViewFunc {
-	return func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
-		return a.pendingView(ctx, job, nsc)
-	}
-}
-
+// pendingView renders a stored TrainJob that holds quota without an entry,
+// through the cache; nsc is the namespace context of the decision.
 func (a *admitter) pendingView(ctx context.Context, job *trainer.TrainJob, nsc *namespaceContext) (*render.JobView, error) {
 	rt, err := a.cluster.runtimeOf(ctx, job)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -31,9 +32,12 @@ type Options struct {
 	Engine *engine.Engine
 	// Renderer renders TrainJobs; built once per process.
 	Renderer *render.Renderer
-	// ReservationTTL bounds how long an admitted submit reserves quota when its
-	// TrainJob never appears (default 30s).
-	ReservationTTL time.Duration
+	// ReservationGrace is how long a reservation is taken on trust before its
+	// TrainJob must exist (default 30s): a create that fails after admission,
+	// or a forged review, stops holding quota after it.
+	ReservationGrace time.Duration
+	// Namespace is mpiguard's own namespace, which holds the QuotaReservations.
+	Namespace string
 }
 
 // SetupWithManager registers the TrainJob webhooks on the manager's webhook server.
@@ -41,16 +45,17 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Engine == nil || opts.Renderer == nil {
 		return fmt.Errorf("trainjob webhooks need a policy engine and a renderer")
 	}
-	if opts.ReservationTTL == 0 {
-		opts.ReservationTTL = 30 * time.Second
+	if opts.ReservationGrace == 0 {
+		opts.ReservationGrace = 30 * time.Second
 	}
 	a := &admitter{
-		cluster:  cluster{reader: mgr.GetClient(), live: mgr.GetAPIReader()},
-		renderer: opts.Renderer,
-		engine:   opts.Engine,
-		views:    newViewCache(4096),
+		cluster:      cluster{reader: mgr.GetClient(), live: mgr.GetAPIReader()},
+		renderer:     opts.Renderer,
+		engine:       opts.Engine,
+		views:        newViewCache(4096),
+		grace:        opts.ReservationGrace,
+		reservations: reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),
 	}
-	a.ledger = NewLedger(mgr.GetClient(), opts.ReservationTTL)
 	srv := mgr.GetWebhookServer()
 	srv.Register(ValidatePath, reviewServer{&webhook.Admission{Handler: Validator{a}}})
 	srv.Register(MutatePath, reviewServer{&webhook.Admission{Handler: Mutator{a}}})

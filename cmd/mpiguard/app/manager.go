@@ -12,11 +12,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/reload"
 )
 
@@ -25,8 +27,9 @@ import (
 // metrics, probes and optional leader election.
 func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: Scheme(),
-		Cache:  cacheOptions(),
+		Scheme:     Scheme(),
+		Controller: config.Controller{SkipNameValidation: optional(o.SkipControllerNameValidation)},
+		Cache:      cacheOptions(o.Components.Policies.Namespace),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:     o.WebhookHost,
 			Port:     o.WebhookPort,
@@ -35,13 +38,16 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 			KeyName:  o.KeyName,
 			TLSOpts:  webhookTLSOptions(o.EnableHTTP2),
 		}),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        o.LeaderElectionID,
-		LeaderElectionNamespace: o.LeaderElectionNS,
-		LeaseDuration:           &o.LeaseDuration,
-		GracefulShutdownTimeout: &o.GracefulShutdownTime,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 optional(o.RenewDeadline),
+		RetryPeriod:                   optional(o.RetryPeriod),
+		LeaderElectionReleaseOnCancel: o.LeaderElectionReleaseOnCancel,
+		GracefulShutdownTimeout:       &o.GracefulShutdownTime,
 		// Webhooks must answer on every mpiguard pod, including non-leaders; only
 		// reconcilers wait for the lease (controller-runtime's default for webhooks).
 	})
@@ -57,6 +63,16 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// optional points to v unless it is the zero value: nil leaves the setting to
+// controller-runtime's default.
+func optional[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
 }
 
 // webhookTLSOptions offers only HTTP/1.1 in TLS's protocol negotiation unless
@@ -86,7 +102,7 @@ func Serve(ctx context.Context, cfg *rest.Config, o ServeOptions) error {
 // cacheOptions keeps the pod informer to pods of JobSets: the quota ledger
 // counts a pending TrainJob's pods that already exist, and caching every pod
 // of a large cluster would cost memory for nothing.
-func cacheOptions() cache.Options {
+func cacheOptions(ownNamespace string) cache.Options {
 	hasJobSet, err := labels.NewRequirement(jobsetv1alpha2.JobSetNameKey, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant requirement: cannot fail
@@ -105,5 +121,7 @@ func cacheOptions() cache.Options {
 			// Only policy ConfigMaps are watched (policies/reload); caching every
 			// ConfigMap of the cluster would cost memory for nothing.
 			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*isPolicy)},
+			// QuotaReservations live in mpiguard's own namespace only.
+			&quotav1alpha1.QuotaReservation{}: {Namespaces: map[string]cache.Config{ownNamespace: {}}},
 		}}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/tls"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -33,5 +34,20 @@ func TestWebhookTLSOptionsOfferHTTP2OnlyWhenEnabled(t *testing.T) {
 func TestHTTP2IsOffByDefault(t *testing.T) {
 	if DefaultServeOptions().EnableHTTP2 {
 		t.Error("DefaultServeOptions enables HTTP/2; the webhook server must offer HTTP/1.1 only unless --enable-http2 is set")
+	}
+}
+
+// TestServeDefaultsKeepControllerRuntimeLeaderElection: the options added for
+// tests that run several replicas leave `mpiguard serve` as it was.
+func TestServeDefaultsKeepControllerRuntimeLeaderElection(t *testing.T) {
+	o := DefaultServeOptions()
+	if o.RenewDeadline != 0 || o.RetryPeriod != 0 || o.LeaderElectionReleaseOnCancel || o.SkipControllerNameValidation {
+		t.Errorf("DefaultServeOptions changes leader election or name validation: %+v", o)
+	}
+	if optional(time.Duration(0)) != nil || optional(false) != nil {
+		t.Error("a zero option must leave controller-runtime's default (nil)")
+	}
+	if p := optional(3 * time.Second); p == nil || *p != 3*time.Second {
+		t.Errorf("optional(3s) = %v", p)
 	}
 }

@@ -36,6 +36,21 @@ type ServeOptions struct {
 	LeaderElectionNS     string
 	LeaseDuration        time.Duration
 	GracefulShutdownTime time.Duration
+	// RenewDeadline and RetryPeriod tune leader election; zero keeps
+	// controller-runtime's defaults (10s, 2s). Tests that run several replicas
+	// shorten them so a lease changes hands in a second, not in 15.
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// LeaderElectionReleaseOnCancel gives the lease up when the manager stops,
+	// so another replica takes over at its next retry instead of after
+	// LeaseDuration. Off, as today: the process must exit right after its
+	// manager stops, which `mpiguard serve` does.
+	LeaderElectionReleaseOnCancel bool
+	// SkipControllerNameValidation lets a second manager in the same process
+	// register controllers under the names the first one used (controller-runtime
+	// keeps the names of one process unique). Only tests that run several
+	// replicas in one process set it; off, duplicate names are caught.
+	SkipControllerNameValidation bool
 
 	Components Options
 	Log        zap.Options

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/policies/reload"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
@@ -22,9 +23,10 @@ type PolicyOptions struct {
 	// DecisionLog is where one JSON line per decision goes: "stdout", "stderr",
 	// a file path (appended), or "" for none.
 	DecisionLog string
-	// ReservationTTL bounds how long an admitted submit holds quota when its
-	// TrainJob never appears.
-	ReservationTTL time.Duration
+	// ReservationGrace is how long a quota reservation is taken on trust before
+	// its TrainJob must exist (a create that failed after admission, a forged
+	// review, a replica that died before answering).
+	ReservationGrace time.Duration
 	// Namespace holds the policy ConfigMaps (mpiguard's own namespace).
 	Namespace string
 }
@@ -35,14 +37,14 @@ func DefaultPolicyOptions() PolicyOptions {
 	if ns == "" {
 		ns = "mpiguard-system"
 	}
-	return PolicyOptions{DecisionLog: "stdout", ReservationTTL: 30 * time.Second, Namespace: ns}
+	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns}
 }
 
 // AddFlags binds policy flags.
 func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
 	fs.StringVar(&o.Namespace, "policy-namespace", o.Namespace, "Namespace of the policy ConfigMaps (labels mpiguard.io/policy=rego|parameters); default: $POD_NAMESPACE.")
-	fs.DurationVar(&o.ReservationTTL, "reservation-ttl", o.ReservationTTL, "How long an admitted TrainJob reserves quota before the cache shows it (covers creates that fail after admission).")
+	fs.DurationVar(&o.ReservationGrace, "reservation-grace", o.ReservationGrace, "How long an admitted TrainJob's quota reservation holds before the TrainJob must exist; after it, a reservation whose job never appeared is released.")
 }
 
 func (o PolicyOptions) decisionLog() (io.Writer, error) {
@@ -79,9 +81,14 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error
 	if err := reload.SetupWithManager(mgr, eng, base, o.Namespace); err != nil {
 		return err
 	}
+	// Entries of admitted jobs are released by the elected leader once the
+	// quota counts their pods (or they will never be charged).
+	if err := reservations.SetupRetirer(mgr, o.Namespace); err != nil {
+		return err
+	}
 	renderer, err := render.NewRenderer(ctx)
 	if err != nil {
 		return err
 	}
-	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Engine: eng, Renderer: renderer, ReservationTTL: o.ReservationTTL})
+	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Engine: eng, Renderer: renderer, ReservationGrace: o.ReservationGrace, Namespace: o.Namespace})
 }

@@ -7,6 +7,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	runtimesv1alpha1 "github.com/mpiguard/mpiguard/runtimes/api/v1alpha1"
 )
 
@@ -17,6 +18,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	trainer.AddToScheme,
 	jobsetv1alpha2.AddToScheme,
 	runtimesv1alpha1.AddToScheme,
+	quotav1alpha1.AddToScheme,
 }
 
 // Scheme returns a new scheme with every API group mpiguard uses.

@@ -1,4 +1,4 @@
-package engine
+package quota
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
-// chargedFor follows the pod quota evaluator's names (through
+// ChargedFor follows the pod quota evaluator's names (through
 // render.Charge.QuotaUsage): count/pods counts pods, extended resources count
 // only as requests.<name>, quota names pods are never charged for are skipped.
 func TestChargedFor(t *testing.T) {
@@ -36,7 +36,7 @@ func TestChargedFor(t *testing.T) {
 		"services":                {"0", false},
 	}
 	for name, want := range cases {
-		amount, ok := chargedFor(name, usage)
+		amount, ok := ChargedFor(name, usage)
 		if diff := cmp.Diff(want, got{amount.String(), ok}); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}

@@ -1,0 +1,112 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Operations an entry was admitted for.
+const (
+	OperationCreate = "CREATE"
+	OperationUpdate = "UPDATE"
+)
+
+// QuotaReservation records the quota that TrainJobs admitted by mpiguard in one
+// namespace will be charged but that the namespace's ResourceQuotas do not count
+// yet: their pods do not exist. It lives in mpiguard's own namespace (tenants
+// cannot edit it), one object per governed namespace, named after it.
+//
+// Every mpiguard replica decides a quota-relevant admission against hard -
+// used - what every entry still needs, then appends its entry with an update
+// that carries the resourceVersion it read: two replicas that decided on the
+// same state cannot both write, so they cannot together promise more than the
+// quota holds. The elected leader retires entries once the job's pods exist,
+// or the job is suspended, finished, deleted or never appeared.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=qres,categories=mpiguard
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.namespace`,description="The namespace whose ResourceQuotas the entries are charged against"
+// +kubebuilder:printcolumn:name="Jobs",type=string,JSONPath=`.spec.entries[*].trainJob`,description="TrainJobs holding quota"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type QuotaReservation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec QuotaReservationSpec `json:"spec"`
+}
+
+// QuotaReservationSpec lists the entries of one governed namespace.
+type QuotaReservationSpec struct {
+	// namespace is the governed namespace whose ResourceQuotas the entries are charged against.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// entries, one per TrainJob name.
+	// +listType=map
+	// +listMapKey=trainJob
+	// +optional
+	Entries []ReservationEntry `json:"entries,omitempty"`
+}
+
+// ReservationEntry is what one admitted TrainJob holds.
+type ReservationEntry struct {
+	// trainJob is the TrainJob's name in spec.namespace.
+	// +kubebuilder:validation:MinLength=1
+	TrainJob string `json:"trainJob"`
+	// uid of the TrainJob as admission saw it: an entry whose job exists under
+	// another UID was left by a create that failed.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// requestUID is the admission request that wrote the entry.
+	// +optional
+	RequestUID types.UID `json:"requestUID,omitempty"`
+	// operation is CREATE (a new running job) or UPDATE (a resume).
+	// +kubebuilder:validation:Enum=CREATE;UPDATE
+	Operation string `json:"operation"`
+	// resumedFromGeneration is, for a resume, the generation of the suspended
+	// TrainJob it updates: while the job is still suspended at that generation,
+	// the resume has not landed (yet).
+	// +optional
+	ResumedFromGeneration int64 `json:"resumedFromGeneration,omitempty"`
+	// admittedAt is when the decision was made.
+	AdmittedAt metav1.Time `json:"admittedAt"`
+	// holdUntil is when the entry stops being taken on trust: after it, the
+	// entry goes unless a live read shows its TrainJob.
+	HoldUntil metav1.Time `json:"holdUntil"`
+	// parts is what each replicated job's pods charge the quotas.
+	// +listType=map
+	// +listMapKey=replicatedJob
+	// +optional
+	Parts []ReservedPart `json:"parts,omitempty"`
+}
+
+// ReservedPart is what the pods of one replicated job charge.
+type ReservedPart struct {
+	// replicatedJob is the JobSet replicated job (launcher, node, ...).
+	ReplicatedJob string `json:"replicatedJob"`
+	// pods is how many pods it creates.
+	// +kubebuilder:validation:Minimum=0
+	Pods int32 `json:"pods"`
+	// quotas: for each ResourceQuota whose scopes select these pods, what one
+	// pod charges it, by the quota's resource names.
+	// +listType=map
+	// +listMapKey=quota
+	// +optional
+	Quotas []QuotaCharge `json:"quotas,omitempty"`
+}
+
+// QuotaCharge is what one pod charges one ResourceQuota.
+type QuotaCharge struct {
+	// quota is the ResourceQuota's name.
+	Quota string `json:"quota"`
+	// perPod is the amount per quota resource name (requests.nvidia.com/gpu, pods, ...).
+	PerPod corev1.ResourceList `json:"perPod"`
+}
+
+// QuotaReservationList is a list of QuotaReservations.
+// +kubebuilder:object:root=true
+type QuotaReservationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []QuotaReservation `json:"items"`
+}

@@ -1,0 +1,183 @@
+package reservations
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics and as event reporter.
+const ControllerName = "mpiguard-quota-reservations"
+
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Retirer releases reservation entries that the quota counts now, or that will
+// never be charged. It runs on the elected leader only (a controller).
+type Retirer struct {
+	client client.Client
+	// live confirms what the cache cannot: that a TrainJob never appeared, or
+	// that a resume never landed. Never release on the cache alone.
+	live      client.Reader
+	recorder  events.EventRecorder
+	namespace string
+	now       func() time.Time
+}
+
+// SetupRetirer registers the retiring controller; namespace is mpiguard's own.
+func SetupRetirer(mgr ctrl.Manager, namespace string) error {
+	r := &Retirer{
+		client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName),
+		namespace: namespace, now: time.Now,
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("quotareservations").
+		// The reservations themselves (the cache holds mpiguard's namespace only):
+		// a new entry may already be retirable, or must be rechecked at its grace.
+		For(&v1alpha1.QuotaReservation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A TrainJob's suspension, completion, deletion or appearance decides its entry.
+		Watches(&trainer.TrainJob{}, handler.EnqueueRequestsFromMapFunc(r.reservationOf)).
+		// Pods that now exist are counted by the quota: their entry can go.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.reservationOf)).
+		Complete(r)
+}
+
+// reservationOf maps an object in a governed namespace to that namespace's
+// QuotaReservation (one cache miss when the namespace has none).
+func (r *Retirer) reservationOf(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: r.namespace, Name: o.GetNamespace()}}}
+}
+
+// Reconcile releases the entries of one QuotaReservation that hold nothing any more.
+func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res := &v1alpha1.QuotaReservation{}
+	if err := r.client.Get(ctx, req.NamespacedName, res); err != nil {
+		if apierrors.IsNotFound(err) {
+			entriesHeld.DeleteLabelValues(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	ns := res.Spec.Namespace
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return reconcile.Result{}, err
+	}
+	existing := ExistingPods(pods.Items)
+	now := r.now()
+	var (
+		keep     []v1alpha1.ReservationEntry
+		released []releasedEntry
+		next     time.Time
+	)
+	for i := range res.Spec.Entries {
+		e := &res.Spec.Entries[i]
+		v, err := r.verdictOf(ctx, ns, e, existing[e.TrainJob], now)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if v.release != "" {
+			released = append(released, releasedEntry{entry: e, reason: v.release})
+			continue
+		}
+		keep = append(keep, *e)
+		if !v.recheck.IsZero() && (next.IsZero() || v.recheck.Before(next)) {
+			next = v.recheck
+		}
+	}
+	if len(released) > 0 {
+		if err := r.write(ctx, res, keep); err != nil {
+			// A conflict: an admission wrote since; the update's event re-queues.
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		for _, rel := range released {
+			releasedTotal.WithLabelValues(rel.reason).Inc()
+			r.recorder.Eventf(res, nil, corev1.EventTypeNormal, rel.reason, "Release",
+				"TrainJob %s/%s no longer holds quota here: %s", ns, rel.entry.TrainJob, describeRelease(rel.reason))
+		}
+	}
+	entriesHeld.WithLabelValues(ns).Set(float64(len(keep)))
+	if next.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	// A little past the grace, so the recheck does not land just before it.
+	return reconcile.Result{RequeueAfter: next.Sub(now) + 100*time.Millisecond}, nil
+}
+
+type releasedEntry struct {
+	entry  *v1alpha1.ReservationEntry
+	reason string
+}
+
+// verdictOf decides on entry e from the cache, and confirms with a live read
+// when the cache alone cannot tell.
+func (r *Retirer) verdictOf(ctx context.Context, ns string, e *v1alpha1.ReservationEntry, pods map[string]int32, now time.Time) (verdict, error) {
+	job, err := r.job(ctx, r.client, ns, e.TrainJob)
+	if err != nil {
+		return verdict{}, err
+	}
+	v := decide(e, job, pods, now, false)
+	if !v.confirm {
+		return v, nil
+	}
+	if job, err = r.job(ctx, r.live, ns, e.TrainJob); err != nil {
+		return verdict{}, err
+	}
+	return decide(e, job, pods, now, true), nil
+}
+
+func (r *Retirer) job(ctx context.Context, reader client.Reader, ns, name string) (*trainer.TrainJob, error) {
+	job := &trainer.TrainJob{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading TrainJob %s/%s: %w", ns, name, err)
+	}
+	return job, nil
+}
+
+// write stores the entries kept, with the resourceVersion read: an admission
+// that appended an entry since makes it conflict rather than be lost. An
+// object left without entries is deleted, under the same precondition.
+func (r *Retirer) write(ctx context.Context, res *v1alpha1.QuotaReservation, keep []v1alpha1.ReservationEntry) error {
+	if len(keep) == 0 {
+		return r.client.Delete(ctx, res, client.Preconditions{ResourceVersion: &res.ResourceVersion, UID: &res.UID})
+	}
+	out := res.DeepCopy()
+	out.Spec.Entries = keep
+	return r.client.Update(ctx, out)
+}
+
+func describeRelease(reason string) string {
+	switch reason {
+	case ReasonPodsCreated:
+		return "its pods exist, so the namespace's ResourceQuotas count them"
+	case ReasonSuspended:
+		return "it is suspended and creates no pods"
+	case ReasonFinished:
+		return "it finished"
+	case ReasonDeleted:
+		return "it is being deleted"
+	case ReasonNeverCreated:
+		return "it was admitted but never created (its create failed after admission)"
+	case ReasonResumeNotApplied:
+		return "its resume was admitted but never applied"
+	}
+	return reason
+}

@@ -1,0 +1,76 @@
+package reservations
+
+import (
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/policies/quota"
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+// ExistingPods counts, per TrainJob (its JobSet has the same name) and
+// replicated job, the pods that exist and have not finished: the apiserver's
+// quota counts exactly those.
+func ExistingPods(pods []corev1.Pod) map[string]map[string]int32 {
+	out := map[string]map[string]int32{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		job := p.Labels[jobsetv1alpha2.JobSetNameKey]
+		if job == "" {
+			continue
+		}
+		if out[job] == nil {
+			out[job] = map[string]int32{}
+		}
+		out[job][p.Labels[jobsetv1alpha2.ReplicatedJobNameKey]]++
+	}
+	return out
+}
+
+// Holders is what the entries of res still hold, but the entry of TrainJob
+// `except` (the job being decided replaces its own entry): each entry's parts
+// reduced by its job's pods that exist. Entries whose pods all exist hold
+// nothing and are left out.
+func Holders(res *v1alpha1.QuotaReservation, except string, existing map[string]map[string]int32) []quota.Holder {
+	var out []quota.Holder
+	for _, e := range res.Spec.Entries {
+		if e.TrainJob == except {
+			continue
+		}
+		if parts := quota.Missing(e.Parts, existing[e.TrainJob]); len(parts) > 0 {
+			out = append(out, quota.Holder{TrainJob: res.Spec.Namespace + "/" + e.TrainJob, Parts: parts})
+		}
+	}
+	return out
+}
+
+// Has says whether res has an entry for TrainJob name.
+func Has(res *v1alpha1.QuotaReservation, name string) bool {
+	for _, e := range res.Spec.Entries {
+		if e.TrainJob == name {
+			return true
+		}
+	}
+	return false
+}
+
+// StartsPods says whether a stored TrainJob will still create pods: not
+// suspended, not being deleted, not finished.
+func StartsPods(job *trainer.TrainJob) bool {
+	if ptr.Deref(job.Spec.Suspend, false) || !job.DeletionTimestamp.IsZero() {
+		return false
+	}
+	return !Finished(job)
+}
+
+// Finished says whether a TrainJob completed or failed.
+func Finished(job *trainer.TrainJob) bool {
+	return meta.IsStatusConditionTrue(job.Status.Conditions, trainer.TrainJobComplete) ||
+		meta.IsStatusConditionTrue(job.Status.Conditions, trainer.TrainJobFailed)
+}

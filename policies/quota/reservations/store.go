@@ -1,0 +1,155 @@
+// Package reservations keeps mpiguard's QuotaReservation objects: the store the
+// TrainJob webhook reads and writes them through (with the apiserver's optimistic
+// concurrency, so every replica's promises are serialised by etcd), and the
+// controller that retires entries once the quota counts them or they will never
+// be charged.
+package reservations
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=mpiguard.io,resources=quotareservations,verbs=get;list;watch;create;update;delete,namespace=mpiguard-system
+
+// Store reads and writes the QuotaReservations in mpiguard's namespace.
+type Store struct {
+	// cache is the manager's cache (QuotaReservations of mpiguard's namespace).
+	cache client.Reader
+	// live reads the apiserver: after a conflict, and for what the cache may lag.
+	live   client.Reader
+	writer client.Writer
+	// Namespace is mpiguard's own namespace, which holds the objects.
+	Namespace string
+
+	mu sync.Mutex
+	// last is this process's own last successful write per governed namespace:
+	// the cache may not show it yet, and deciding on an older copy would only
+	// cost a conflict (the apiserver keeps the same memory of quotas it updated).
+	last  map[string]*v1alpha1.QuotaReservation
+	locks map[string]*sync.Mutex
+}
+
+// NewStore returns a store over the given readers and writer.
+func NewStore(cache, live client.Reader, writer client.Writer, namespace string) *Store {
+	return &Store{
+		cache: cache, live: live, writer: writer, Namespace: namespace,
+		last: map[string]*v1alpha1.QuotaReservation{}, locks: map[string]*sync.Mutex{},
+	}
+}
+
+// Lock serialises this process's quota decisions in a governed namespace. It is
+// not what makes them safe (the resourceVersion on every write is): it keeps
+// one replica's concurrent submits from conflicting with each other, so a
+// conflict only ever means another replica wrote first.
+func (s *Store) Lock(namespace string) func() {
+	s.mu.Lock()
+	m, ok := s.locks[namespace]
+	if !ok {
+		m = &sync.Mutex{}
+		s.locks[namespace] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// Get returns the QuotaReservation of a governed namespace: from the cache or
+// this process's last write, whichever is newer, or from the apiserver when
+// live. A namespace without one gets an empty object with no resourceVersion
+// (Record then creates it).
+func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error) {
+	key := client.ObjectKey{Namespace: s.Namespace, Name: namespace}
+	reader := s.cache
+	if live {
+		reader = s.live
+	}
+	got := &v1alpha1.QuotaReservation{}
+	err := reader.Get(ctx, key, got)
+	switch {
+	case apierrors.IsNotFound(err):
+		got = s.empty(namespace)
+	case err != nil:
+		return nil, fmt.Errorf("reading QuotaReservation %s: %w", key, err)
+	}
+	if live {
+		return got, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mine := s.last[namespace]; mine != nil && newer(mine.ResourceVersion, got.ResourceVersion) {
+		return mine.DeepCopy(), nil
+	}
+	return got, nil
+}
+
+func (s *Store) empty(namespace string) *v1alpha1.QuotaReservation {
+	return &v1alpha1.QuotaReservation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: namespace},
+		Spec:       v1alpha1.QuotaReservationSpec{Namespace: namespace},
+	}
+}
+
+// newer says whether resourceVersion a is newer than b. etcd's resourceVersions
+// are integers that only grow; the apiserver's quota admission compares them
+// the same way (resource_access.go, checkCache). Anything else is not newer.
+func newer(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
+}
+
+// Put writes res as read plus entry (replacing any entry of the same TrainJob):
+// a create when res has no resourceVersion, else an update that carries the
+// resourceVersion read, so it fails with a conflict when anyone wrote since.
+func (s *Store) Put(ctx context.Context, res *v1alpha1.QuotaReservation, entry v1alpha1.ReservationEntry) error {
+	out := res.DeepCopy()
+	out.Spec.Entries = append(withoutJob(out.Spec.Entries, entry.TrainJob), entry)
+	var err error
+	if out.ResourceVersion == "" {
+		err = s.writer.Create(ctx, out)
+	} else {
+		err = s.writer.Update(ctx, out)
+	}
+	if err != nil {
+		return err
+	}
+	s.remember(out)
+	return nil
+}
+
+// remember keeps obj as this process's last write of its namespace.
+func (s *Store) remember(obj *v1alpha1.QuotaReservation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mine := s.last[obj.Spec.Namespace]; mine == nil || !newer(mine.ResourceVersion, obj.ResourceVersion) {
+		s.last[obj.Spec.Namespace] = obj.DeepCopy()
+	}
+}
+
+// Retryable says whether a write failed only because someone wrote first: read
+// live and decide again.
+func Retryable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err)
+}
+
+func withoutJob(entries []v1alpha1.ReservationEntry, job string) []v1alpha1.ReservationEntry {
+	out := entries[:0:0]
+	for _, e := range entries {
+		if e.TrainJob != job {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package quota
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Selects says whether a quota's scopes and scope selector select a pod with
+// this spec, following the kube-apiserver's pod evaluator: Terminating
+// (activeDeadlineSeconds set), NotTerminating, BestEffort, NotBestEffort,
+// PriorityClass (In, NotIn, Exists, DoesNotExist) and CrossNamespacePodAffinity.
+func Selects(q *corev1.ResourceQuota, spec *corev1.PodSpec) bool {
+	for _, scope := range q.Spec.Scopes {
+		if !scopeMatches(corev1.ScopedResourceSelectorRequirement{ScopeName: scope, Operator: corev1.ScopeSelectorOpExists}, spec) {
+			return false
+		}
+	}
+	if q.Spec.ScopeSelector != nil {
+		for _, req := range q.Spec.ScopeSelector.MatchExpressions {
+			if !scopeMatches(req, spec) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func scopeMatches(req corev1.ScopedResourceSelectorRequirement, spec *corev1.PodSpec) bool {
+	switch req.ScopeName {
+	case corev1.ResourceQuotaScopeTerminating:
+		return terminating(spec)
+	case corev1.ResourceQuotaScopeNotTerminating:
+		return !terminating(spec)
+	case corev1.ResourceQuotaScopeBestEffort:
+		return bestEffort(spec)
+	case corev1.ResourceQuotaScopeNotBestEffort:
+		return !bestEffort(spec)
+	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+		return crossNamespaceAffinity(spec)
+	case corev1.ResourceQuotaScopePriorityClass:
+		pc := spec.PriorityClassName
+		switch req.Operator {
+		case corev1.ScopeSelectorOpExists:
+			return pc != ""
+		case corev1.ScopeSelectorOpDoesNotExist:
+			return pc == ""
+		case corev1.ScopeSelectorOpIn:
+			return slices.Contains(req.Values, pc)
+		case corev1.ScopeSelectorOpNotIn:
+			return !slices.Contains(req.Values, pc)
+		}
+	}
+	// An unknown scope selects nothing, as in the apiserver.
+	return false
+}
+
+func terminating(spec *corev1.PodSpec) bool {
+	return spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds >= 0
+}
+
+// bestEffort: no container (init or app) requests or limits cpu or memory.
+func bestEffort(spec *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, list := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				if _, ok := list[corev1.ResourceCPU]; ok {
+					return false
+				}
+				if _, ok := list[corev1.ResourceMemory]; ok {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func crossNamespaceAffinity(spec *corev1.PodSpec) bool {
+	a := spec.Affinity
+	if a == nil {
+		return false
+	}
+	var terms []corev1.PodAffinityTerm
+	if a.PodAffinity != nil {
+		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	for _, t := range terms {
+		if len(t.Namespaces) > 0 || t.NamespaceSelector != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Terminating says whether the quota scope Terminating selects a pod with this
+// spec (activeDeadlineSeconds set).
+func Terminating(spec *corev1.PodSpec) bool { return terminating(spec) }

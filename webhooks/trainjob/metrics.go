@@ -1,0 +1,29 @@
+package trainjob
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// reservationWrites counts the writes of quota reservations by result: a
+// conflict means another replica wrote first and the decision was made again.
+var reservationWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mpiguard_quota_reservation_writes_total",
+	Help: "Writes of QuotaReservation entries by admission, by result (ok, conflict, error).",
+}, []string{"result"})
+
+func init() { metrics.Registry.MustRegister(reservationWrites) }
+
+type webhookMetrics struct{}
+
+func (webhookMetrics) observeWrite(err error) {
+	switch {
+	case err == nil:
+		reservationWrites.WithLabelValues("ok").Inc()
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err):
+		reservationWrites.WithLabelValues("conflict").Inc()
+	default:
+		reservationWrites.WithLabelValues("error").Inc()
+	}
+}
