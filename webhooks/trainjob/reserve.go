@@ -48,8 +48,9 @@ func (v Validator) decideReserving(ctx context.Context, req admission.Request, e
 	unlock := v.reservations.Lock(ns)
 	defer unlock()
 	ev.request.RecordLater = true
+	live := false
 	for attempt := 1; ; attempt++ {
-		res, err := v.reservations.Get(ctx, ns, attempt > 1)
+		res, err := v.reservations.Get(ctx, ns, live)
 		if err != nil {
 			return failClosed(err)
 		}
@@ -62,6 +63,13 @@ func (v Validator) decideReserving(ctx context.Context, req admission.Request, e
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
+		if !d.Allowed && !live {
+			// Deny only on what the apiserver holds now: the cache, or this
+			// process's memory of its last write, may still show an entry
+			// that has been released since.
+			live = true
+			continue
+		}
 		parts := quota.PartsOf(ev.request.View, quotas)
 		if !d.Allowed || ev.request.DryRun || len(parts) == 0 {
 			return v.respond(ev, d)
@@ -71,7 +79,8 @@ func (v Validator) decideReserving(ctx context.Context, req admission.Request, e
 		if err == nil {
 			return v.respond(ev, d)
 		}
-		if !reservations.Retryable(err) || attempt == maxReservationAttempts || time.Now().After(deadline) {
+		live = true
+		if !reservations.Retryable(err) || attempt >= maxReservationAttempts || time.Now().After(deadline) {
 			d.Allowed = false
 			d.Violations = append(d.Violations, engine.Violation{
 				Policy: reservationPolicy, Action: engine.EnforceDeny, Field: "spec.trainer",

@@ -6,14 +6,19 @@ package admission
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
 var env *framework.Env
+
+// reservationGrace is the suite's --reservation-grace.
+const reservationGrace = 2 * time.Second
 
 func TestAdmission(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -21,5 +26,9 @@ func TestAdmission(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission"})
+	components := app.DefaultOptions()
+	// A short grace, so specs see a reservation whose TrainJob never appeared
+	// released without waiting the production default.
+	components.Policies.ReservationGrace = reservationGrace
+	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission", Components: &components})
 }, NodeTimeout(framework.SuiteStartTimeout))

@@ -1,0 +1,113 @@
+package reservations
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/policies/quota"
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+func pod(i int, job, replicatedJob string, phase corev1.PodPhase) corev1.Pod {
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", job, replicatedJob, i),
+			Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob}},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+}
+
+// entry holds 1 launcher pod and `workers` Worker pods of 4 GPUs each against quota "q".
+func entry(job string, workers int32) v1alpha1.ReservationEntry {
+	gpus := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}
+	return v1alpha1.ReservationEntry{TrainJob: job, Parts: []v1alpha1.ReservedPart{
+		{ReplicatedJob: "launcher", Pods: 1, Quotas: []v1alpha1.QuotaCharge{{Quota: "q", PerPod: corev1.ResourceList{"pods": resource.MustParse("1")}}}},
+		{ReplicatedJob: "node", Pods: workers, Quotas: []v1alpha1.QuotaCharge{{Quota: "q", PerPod: gpus}}},
+	}}
+}
+
+// heldPods summarises holders as job -> pods per part.
+func heldPods(hs []quota.Holder) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, h := range hs {
+		for _, p := range h.Parts {
+			out[h.TrainJob] = append(out[h.TrainJob], p.Pods)
+		}
+	}
+	return out
+}
+
+func TestHolders(t *testing.T) {
+	cases := map[string]struct {
+		entries []v1alpha1.ReservationEntry
+		pods    []corev1.Pod
+		want    map[string][]int32
+	}{
+		"an entry whose pods do not exist holds them all": {
+			entries: []v1alpha1.ReservationEntry{entry("a", 3)},
+			want:    map[string][]int32{"team-a/a": {1, 3}},
+		},
+		"pods that exist are counted by the quota already; finished pods are not": {
+			entries: []v1alpha1.ReservationEntry{entry("a", 3)},
+			pods:    []corev1.Pod{pod(0, "a", "launcher", corev1.PodRunning), pod(1, "a", "node", corev1.PodPending), pod(2, "a", "node", corev1.PodSucceeded)},
+			want:    map[string][]int32{"team-a/a": {2}},
+		},
+		"an entry whose pods all exist holds nothing": {
+			entries: []v1alpha1.ReservationEntry{entry("a", 2)},
+			pods:    []corev1.Pod{pod(0, "a", "launcher", corev1.PodRunning), pod(1, "a", "node", corev1.PodRunning), pod(2, "a", "node", corev1.PodRunning)},
+			want:    map[string][]int32{},
+		},
+		"the job being decided replaces its own entry": {
+			entries: []v1alpha1.ReservationEntry{entry("self", 3), entry("b", 1)},
+			want:    map[string][]int32{"team-a/b": {1, 1}},
+		},
+		"another job's pods do not reduce an entry": {
+			entries: []v1alpha1.ReservationEntry{entry("a", 1)},
+			pods:    []corev1.Pod{pod(0, "other", "launcher", corev1.PodRunning), pod(1, "other", "node", corev1.PodRunning)},
+			want:    map[string][]int32{"team-a/a": {1, 1}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: tc.entries}}
+			got := Holders(res, "self", ExistingPods(tc.pods))
+			if diff := cmp.Diff(tc.want, heldPods(got)); diff != "" {
+				t.Errorf("holders (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStartsPods(t *testing.T) {
+	now := metav1.Now()
+	cases := map[string]struct {
+		mod  func(*trainer.TrainJob)
+		want bool
+	}{
+		"running":   {func(*trainer.TrainJob) {}, true},
+		"suspended": {func(j *trainer.TrainJob) { j.Spec.Suspend = ptr.To(true) }, false},
+		"deleted":   {func(j *trainer.TrainJob) { j.DeletionTimestamp = &now }, false},
+		"complete": {func(j *trainer.TrainJob) {
+			j.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
+		}, false},
+		"failed": {func(j *trainer.TrainJob) {
+			j.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobFailed, Status: metav1.ConditionTrue}}
+		}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := &trainer.TrainJob{}
+			tc.mod(j)
+			if got := StartsPods(j); got != tc.want {
+				t.Errorf("StartsPods = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

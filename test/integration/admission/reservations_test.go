@@ -1,0 +1,161 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/test/fixtures"
+)
+
+var _ = Describe("quota reservations", func() {
+	// reservationOf reads the QuotaReservation of namespace ns (nil when none).
+	reservationOf := func(ctx context.Context, ns string) *quotav1alpha1.QuotaReservation {
+		GinkgoHelper()
+		res := &quotav1alpha1.QuotaReservation{}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, res)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+	entryNames := func(ctx context.Context, ns string) []string {
+		var out []string
+		if res := reservationOf(ctx, ns); res != nil {
+			for _, e := range res.Spec.Entries {
+				out = append(out, e.TrainJob)
+			}
+		}
+		return out
+	}
+
+	It("admit exactly one of two concurrent resumes that together exceed the quota, in each of 10 rounds", func(ctx context.Context) {
+		for round := range 10 {
+			ns := env.Namespace(ctx, nil)
+			rt := createRuntime(ctx, gpuWorkers(fmt.Sprintf("resumes-%d-%s", round, ns), "4"))
+			createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "8"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+			jobs := make([]*trainer.TrainJob, 2)
+			for i := range jobs {
+				jobs[i] = admitted(ctx, fixtures.TrainJob(ns, fmt.Sprintf("queued-%d", i), rt.Name).NumNodes(2).NumProcPerNode(4).Suspend(true).Obj())
+			}
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				resumed []string
+			)
+			start := make(chan struct{})
+			for _, job := range jobs {
+				wg.Go(func() {
+					defer GinkgoRecover()
+					<-start
+					job.Spec.Suspend = ptr.To(false)
+					err := env.Client.Update(ctx, job)
+					if err != nil {
+						Expect(err.Error()).To(ContainSubstring("[aggregate-quota]"), "a resume failed for another reason")
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					resumed = append(resumed, job.Name)
+				})
+			}
+			close(start)
+			wg.Wait()
+			Expect(resumed).To(HaveLen(1), "round %d: resumed %v", round, resumed)
+			Expect(entryNames(ctx, ns)).To(Equal(resumed), "round %d: the resumed job holds the quota", round)
+		}
+	})
+
+	It("record the admitted job, keep what a partly created job's missing pods need, and release it once every pod exists", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, gpuWorkers("partial-"+ns, "4"))
+		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "16"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		job := admitted(ctx, fixtures.TrainJob(ns, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+
+		res := reservationOf(ctx, ns)
+		Expect(res).NotTo(BeNil(), "no QuotaReservation after an admitted create")
+		Expect(res.Spec.Namespace).To(Equal(ns))
+		Expect(res.Spec.Entries).To(HaveLen(1))
+		e := res.Spec.Entries[0]
+		Expect(e.TrainJob).To(Equal("first"))
+		Expect(e.UID).To(Equal(job.UID), "the entry names the job's UID, so a later job of the same name is not mistaken for it")
+		Expect(e.Operation).To(Equal(quotav1alpha1.OperationCreate))
+		Expect(e.Parts).To(ContainElement(HaveField("ReplicatedJob", "node")))
+
+		// The JobSet controller's first pods: the launcher and one of two Workers.
+		createPod(ctx, ns, "first", "launcher", nil)
+		createPod(ctx, ns, "first", "node", fixtures.ResourceList("nvidia.com/gpu", "4"))
+		Eventually(func(g Gomega) {
+			var q corev1.ResourceQuota
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a"}, &q)).To(Succeed())
+			g.Expect(q.Status.Used.Name("requests.nvidia.com/gpu", "").String()).To(Equal("4"), "the apiserver charges the Worker pod")
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(env.Manager.GetClient().List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2))
+		}).Should(Succeed())
+		// 16 - 4 used by the Worker that exists - 4 its missing Worker still needs.
+		msg := denial(ctx, fixtures.TrainJob(ns, "second", rt.Name).NumNodes(3).NumProcPerNode(4).Obj())
+		Expect(msg).To(ContainSubstring("has 8 of 16 free"))
+		Expect(entryNames(ctx, ns)).To(Equal([]string{"first"}), "a partly created job keeps its entry")
+
+		createPod(ctx, ns, "first", "node", fixtures.ResourceList("nvidia.com/gpu", "4"))
+		Eventually(func() []string { return entryNames(ctx, ns) }).Should(BeEmpty(), "every pod exists: the quota counts them, the entry goes")
+		admitted(ctx, fixtures.TrainJob(ns, "second", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+	})
+
+	It("release what an admitted job holds when its create then fails, after the grace", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, gpuWorkers("failed-create-"+ns, "4"))
+		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "8"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		// The apiserver's own quota admission runs after the webhooks: this quota
+		// refuses the TrainJob object itself once mpiguard has admitted it.
+		createQuota(ctx, fixtures.ResourceQuota(ns, "no-trainjobs", "count/trainjobs.trainer.kubeflow.org", "0"), fixtures.ResourceList("count/trainjobs.trainer.kubeflow.org", "0"))
+		err := env.Client.Create(ctx, fixtures.TrainJob(ns, "refused", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("no-trainjobs"), "refused by the apiserver's quota, after mpiguard admitted it")
+		Expect(entryNames(ctx, ns)).To(Equal([]string{"refused"}), "mpiguard wrote its reservation before answering")
+
+		Eventually(func() []string { return entryNames(ctx, ns) }).WithTimeout(reservationGrace+20e9).Should(BeEmpty(),
+			"the reservation of a TrainJob that never appeared is released after the grace")
+		Expect(env.Client.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-trainjobs"}})).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Create(ctx, fixtures.TrainJob(ns, "fits", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+		}).Should(Succeed(), "the quota is whole again")
+	})
+
+	It("decide a dry run without reserving anything", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, gpuWorkers("dry-run-"+ns, "4"))
+		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "8"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "dry", rt.Name).NumNodes(2).NumProcPerNode(4).Obj(), client.DryRunAll)).To(Succeed())
+		Expect(reservationOf(ctx, ns)).To(BeNil())
+		admitted(ctx, fixtures.TrainJob(ns, "real", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+	})
+})
+
+// createPod creates a pod of TrainJob job's replicated job as the JobSet
+// controller would label it, requesting requests (nil: none).
+func createPod(ctx context.Context, ns, job, replicatedJob string, requests corev1.ResourceList) {
+	GinkgoHelper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: job + "-" + replicatedJob + "-",
+			Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}}},
+	}
+	Expect(env.Client.Create(ctx, pod)).To(Succeed())
+}
