@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -34,6 +35,7 @@ func runDemo(ctx context.Context, env *framework.Env) error {
 var demoSteps = []func(context.Context, *framework.Env) error{
 	showRuntimes,
 	showAdmission,
+	showReservation,
 	showNetworkPolicy,
 }
 
@@ -160,6 +162,24 @@ func regionPatch(region string) trainer.RuntimePatch {
 			}}},
 		}},
 	}
+}
+
+// showReservation prints the QuotaReservation that holds team-a's quota for
+// the admitted sample job: its pods do not exist yet (the local control plane
+// runs no JobSet controller), so the quota does not count them, the
+// reservation does.
+func showReservation(ctx context.Context, env *framework.Env) error {
+	var res quotav1alpha1.QuotaReservation
+	key := client.ObjectKey{Namespace: env.PolicyNamespace, Name: "team-a"}
+	if err := env.Client.Get(ctx, key, &res); err != nil {
+		say("no QuotaReservation for team-a: %v", err)
+		return nil
+	}
+	res.ManagedFields = nil
+	out, _ := yaml.Marshal(res)
+	say("QuotaReservation %s (kubectl get quotareservations -n %s): what admitted TrainJobs hold until their pods exist:\n%s",
+		key, env.PolicyNamespace, indent(string(out), "    "))
+	return nil
 }
 
 // showNetworkPolicy prints the NetworkPolicy mpiguard created for a sample MPI TrainJob.
