@@ -99,8 +99,8 @@ func Serve(ctx context.Context, cfg *rest.Config, o ServeOptions) error {
 	return mgr.Start(ctx)
 }
 
-// cacheOptions keeps the pod informer to pods of JobSets: the quota ledger
-// counts a pending TrainJob's pods that already exist, and caching every pod
+// cacheOptions keeps the pod informer to pods of JobSets: quota decisions
+// count a pending TrainJob's pods that already exist, and caching every pod
 // of a large cluster would cost memory for nothing.
 func cacheOptions(ownNamespace string) cache.Options {
 	hasJobSet, err := labels.NewRequirement(jobsetv1alpha2.JobSetNameKey, selection.Exists, nil)
