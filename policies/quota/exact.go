@@ -7,16 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Milli is q in milli units, rounded up as resource.Quantity.MilliValue rounds,
-// but exact at any size: MilliValue is an int64 and wraps around past
-// 9.2e15 units (about 8Ei of memory), a product of pods and a per-pod amount
-// sooner still.
+// Milli is q in milli units, rounded away from zero as
+// resource.Quantity.MilliValue rounds (1u is 1m, -1u is -1m), but exact at any
+// size: MilliValue is an int64 and wraps around past 9.2e15 units (about 8Pi
+// of memory), and a product of pods and a per-pod amount gets there sooner.
 func Milli(q resource.Quantity) *big.Int {
 	if m := q.MilliValue(); q.CmpInt64(maxMilliSafe) <= 0 && q.CmpInt64(-maxMilliSafe) >= 0 {
 		return big.NewInt(m)
 	}
 	d := new(inf.Dec).Mul(q.AsDec(), inf.NewDec(1000, 0))
-	return new(inf.Dec).Round(d, 0, inf.RoundCeil).UnscaledBig()
+	return new(inf.Dec).Round(d, 0, inf.RoundUp).UnscaledBig()
 }
 
 // maxMilliSafe bounds the quantities whose MilliValue cannot overflow.

@@ -27,6 +27,8 @@ type admitter struct {
 	views    *viewCache
 	// reservations records the quota admitted jobs hold until their pods exist.
 	reservations *reservations.Store
+	// batches runs the quota decisions of each namespace in batches (batch.go).
+	batches *batches[*quotaDecision]
 	// grace is how long an entry is taken on trust before its TrainJob must show.
 	grace   time.Duration
 	metrics webhookMetrics

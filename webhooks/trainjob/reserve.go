@@ -25,78 +25,204 @@ import (
 // not from a policy.
 const reservationPolicy = "quota-reservation"
 
-// maxReservationAttempts bounds the decide-and-write rounds of one request.
-// Within a process decisions in a namespace are serialised, so a lost write
-// means another replica wrote first; a handful of rounds is plenty.
+// maxReservationAttempts bounds the decide-and-write rounds of one request. A
+// replica's own decisions in a namespace never conflict with each other
+// (batches), so a lost write means another replica wrote first.
 const maxReservationAttempts = 10
 
-// reservationBudget is how long a request may spend waiting for its turn and
-// deciding before it stops starting new rounds: well inside the webhook's
-// timeoutSeconds (5), so the apiserver gets an answer that says to retry
-// rather than a timeout.
-const reservationBudget = 3500 * time.Millisecond
+// reservationBudget is how long a request may take, from its arrival, before
+// no new round is started for it: inside the validating webhook's
+// timeoutSeconds (10), so the apiserver gets an answer that says to retry
+// rather than a timeout. The webhook's timeout is longer than the usual 5 s
+// because a quota decision waits for its namespace's turn: a burst of
+// hundreds of submits into one namespace queues there (measured in
+// docs/performance.md, "Burst").
+const reservationBudget = 8 * time.Second
+
+// quotaDecision is one request waiting for its namespace's batch.
+type quotaDecision struct {
+	req      admission.Request
+	ev       *evaluation
+	deadline time.Time
+	// decision, once made.
+	decision *engine.Decision
+	// rounds it took part in.
+	rounds int
+	done   chan admission.Response
+}
 
 // decideReserving decides a request that lets a job create pods (a create that
 // is not suspended, a resume) and, when it is allowed and charges a quota,
-// records its reservation before answering. Quotas, pods and reservations are
-// read together once the namespace's turn has come: reservations first, then
-// pods (the cache: a pod it misses is counted twice, never not at all), then
-// quotas live (so status.used counts every pod whose entry has been retired).
+// records its reservation before answering. The request joins its namespace's
+// next batch (batch.go) and waits for its answer.
 func (v Validator) decideReserving(ctx context.Context, req admission.Request, ev *evaluation) admission.Response {
-	ns := ev.job.Namespace
-	deadline := time.Now().Add(reservationBudget)
-	unlock := v.reservations.Lock(ns)
-	defer unlock()
 	ev.request.RecordLater = true
-	live := false
-	for attempt := 1; ; attempt++ {
-		res, err := v.reservations.Get(ctx, ns, live)
-		if err != nil {
-			return failClosed(err)
-		}
-		quotas, holders, err := v.quotaState(ctx, ev, res)
-		if err != nil {
-			return failClosed(err)
-		}
-		ev.request.Quotas, ev.request.Reserved = quotas, holders
-		d, err := v.engine.Decide(ctx, ev.request)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
-		}
-		if !d.Allowed && !live {
-			// Deny only on what the apiserver holds now: the cache, or this
-			// process's memory of its last write, may still show an entry
-			// that has been released since.
-			live = true
-			continue
-		}
-		parts := quota.PartsOf(ev.request.View, quotas)
-		if !d.Allowed || ev.request.DryRun || len(parts) == 0 {
-			return v.respond(ev, d)
-		}
-		err = v.reservations.Put(ctx, res, v.entry(req, ev, parts))
-		v.metrics.observeWrite(err)
-		if err == nil {
-			return v.respond(ev, d)
-		}
-		live = true
-		if !reservations.Retryable(err) || attempt >= maxReservationAttempts || time.Now().After(deadline) {
-			d.Allowed = false
-			d.Violations = append(d.Violations, engine.Violation{
-				Policy: reservationPolicy, Action: engine.EnforceDeny, Field: "spec.trainer",
-				Message: fmt.Sprintf("mpiguard could not record the quota this TrainJob needs in namespace %s (%d attempts; last: %v), so nothing was reserved; retry the request", ns, attempt, err),
-			})
-			return v.respond(ev, d)
-		}
+	qd := &quotaDecision{req: req, ev: ev, deadline: time.Now().Add(reservationBudget), done: make(chan admission.Response, 1)}
+	v.batches.add(ev.job.Namespace, qd)
+	select {
+	case resp := <-qd.done:
+		return resp
+	case <-ctx.Done():
+		// The batch still answers qd (into its buffer) and, if it was
+		// allowed, its entry is released after the grace like any create
+		// that never happened.
+		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("the request ended before mpiguard decided it: %w", ctx.Err()))
 	}
 }
 
-// quotaState reads, for a decision in ev's namespace, the ResourceQuotas (live)
+// decideBatch decides the quota decisions of one namespace together. Each
+// round reads the namespace's state once — reservations first, then pods (the
+// cache: a pod it misses is counted twice, never not at all), then quotas live
+// (so status.used counts every pod whose entry has been retired) — decides each
+// request in arrival order against that state plus what the requests before it
+// in the round reserve, and writes every new entry in one update carrying the
+// resourceVersion read. Requests are answered only once that write succeeded.
+// A lost write (another replica wrote first) sends the round's allowed
+// requests to a new round on a live read; a request denied on the cache's
+// state is decided again on a live read before its denial stands.
+func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
+	// The batch's reads and write serve every request in it: they are not
+	// bound to any one request's context.
+	ctx, cancel := context.WithTimeout(context.Background(), reservationBudget)
+	defer cancel()
+	nsc := batch[0].ev.nsc
+	pending := batch
+	live := false
+	// limit is how many requests a round decides. A round whose write lost
+	// halves it for the next: the other replica's rounds are then no longer
+	// shorter than this one's, so this replica wins its share of the races
+	// instead of losing every one with a large batch.
+	limit := maxBatch
+	var lastErr error
+	for len(pending) > 0 {
+		pending = v.expire(pending, lastErr)
+		if len(pending) == 0 {
+			return
+		}
+		round, rest := pending[:min(len(pending), limit)], pending[min(len(pending), limit):]
+		res, err := v.reservations.Get(ctx, ns, live)
+		if err != nil {
+			v.answerAll(pending, failClosed(err))
+			return
+		}
+		quotas, holders, err := v.quotaState(ctx, ns, nsc, res)
+		if err != nil {
+			v.answerAll(pending, failClosed(err))
+			return
+		}
+		var again, writing []*quotaDecision
+		var entries []v1alpha1.ReservationEntry
+		for _, qd := range round {
+			qd.rounds++
+			ev := qd.ev
+			ev.request.Quotas, ev.request.Reserved = quotas, othersThan(holders, ns, ev.job.Name)
+			d, err := v.engine.Decide(ctx, ev.request)
+			if err != nil {
+				qd.answer(admission.Errored(http.StatusInternalServerError, err))
+				continue
+			}
+			qd.decision = d
+			switch {
+			case !d.Allowed && !live:
+				// Deny only on what the apiserver holds now: the cache, or
+				// this process's memory of its last write, may still show
+				// an entry that has been released since.
+				again = append(again, qd)
+				continue
+			case !d.Allowed || ev.request.DryRun:
+				qd.answer(v.respond(ev, d))
+				continue
+			}
+			parts := quota.PartsOf(ev.request.View, quotas)
+			if len(parts) == 0 {
+				qd.answer(v.respond(ev, d))
+				continue
+			}
+			entries = append(entries, v.entry(qd.req, ev, parts))
+			writing = append(writing, qd)
+			// The requests after it in this round see its reservation.
+			holders = append(othersThan(holders, ns, ev.job.Name), engine.Reservation{TrainJob: ns + "/" + ev.job.Name, Parts: parts})
+		}
+		if len(entries) > 0 {
+			err = v.reservations.Put(ctx, res, entries...)
+			v.metrics.observeWrite(err)
+			switch {
+			case err == nil:
+				limit = maxBatch
+				for _, qd := range writing {
+					qd.answer(v.respond(qd.ev, qd.decision))
+				}
+			case reservations.Retryable(err):
+				lastErr = err
+				limit = max(1, len(writing)/2)
+				again = append(writing, again...)
+			default:
+				for _, qd := range writing {
+					qd.answer(v.notRecorded(qd, err))
+				}
+			}
+		}
+		pending, live = append(again, rest...), true
+	}
+}
+
+// expire answers the requests whose budget is spent or that lost their write
+// too often, and returns the others.
+func (v Validator) expire(pending []*quotaDecision, lastErr error) []*quotaDecision {
+	now := time.Now()
+	var out []*quotaDecision
+	for _, qd := range pending {
+		if qd.rounds > 0 && (now.After(qd.deadline) || qd.rounds >= maxReservationAttempts) {
+			qd.answer(v.notRecorded(qd, lastErr))
+			continue
+		}
+		out = append(out, qd)
+	}
+	return out
+}
+
+// notRecorded is the answer to a request whose reservation could not be
+// written: denied (and logged so), nothing reserved, retry.
+func (v Validator) notRecorded(qd *quotaDecision, err error) admission.Response {
+	d := qd.decision
+	if d == nil {
+		d = &engine.Decision{}
+	}
+	d.Allowed = false
+	d.Violations = append(d.Violations, engine.Violation{
+		Policy: reservationPolicy, Action: engine.EnforceDeny, Field: "spec.trainer",
+		Message: fmt.Sprintf("mpiguard could not record the quota this TrainJob needs in namespace %s (%d rounds; last: %v), so nothing was reserved; retry the request",
+			qd.ev.job.Namespace, qd.rounds, err),
+	})
+	return v.respond(qd.ev, d)
+}
+
+func (v Validator) answerAll(qds []*quotaDecision, resp admission.Response) {
+	for _, qd := range qds {
+		qd.answer(resp)
+	}
+}
+
+func (qd *quotaDecision) answer(resp admission.Response) { qd.done <- resp }
+
+// othersThan leaves out the holder of TrainJob name: a job being decided
+// replaces its own entry.
+func othersThan(holders []engine.Reservation, ns, name string) []engine.Reservation {
+	key := ns + "/" + name
+	out := make([]engine.Reservation, 0, len(holders))
+	for _, h := range holders {
+		if h.TrainJob != key {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// quotaState reads, for the decisions of namespace ns, the ResourceQuotas (live)
 // and what is held against them: every entry of res, and TrainJobs that will
 // create pods but have no entry (admitted before mpiguard kept reservations, or
 // while its webhook was bypassed), each less the pods that exist.
-func (v Validator) quotaState(ctx context.Context, ev *evaluation, res *v1alpha1.QuotaReservation) ([]corev1.ResourceQuota, []engine.Reservation, error) {
-	ns := ev.job.Namespace
+func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceContext, res *v1alpha1.QuotaReservation) ([]corev1.ResourceQuota, []engine.Reservation, error) {
 	var pods corev1.PodList
 	if err := v.cluster.reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, nil, fmt.Errorf("listing the pods of %q: %w", ns, err)
@@ -106,17 +232,17 @@ func (v Validator) quotaState(ctx context.Context, ev *evaluation, res *v1alpha1
 		return nil, nil, fmt.Errorf("listing the ResourceQuotas of %q: %w", ns, err)
 	}
 	existing := reservations.ExistingPods(pods.Items)
-	holders := reservations.Holders(res, ev.job.Name, existing)
+	holders := reservations.Holders(res, existing)
 	var jobs trainer.TrainJobList
 	if err := v.cluster.reader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return nil, nil, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
 	}
 	for i := range jobs.Items {
 		other := &jobs.Items[i]
-		if other.Name == ev.job.Name || reservations.Has(res, other.Name) || !reservations.StartsPods(other) {
+		if reservations.Has(res, other.Name) || !reservations.StartsPods(other) {
 			continue
 		}
-		view, err := v.pendingView(ctx, other, ev.nsc)
+		view, err := v.pendingView(ctx, other, nsc)
 		if err != nil {
 			if isRuntimeGone(err) {
 				// A job whose runtime is gone creates no pods: it holds nothing.

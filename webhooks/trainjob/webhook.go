@@ -56,8 +56,10 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		grace:        opts.ReservationGrace,
 		reservations: reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),
 	}
+	v := Validator{a}
+	a.batches = newBatches(v.decideBatch)
 	srv := mgr.GetWebhookServer()
-	srv.Register(ValidatePath, reviewServer{&webhook.Admission{Handler: Validator{a}}})
+	srv.Register(ValidatePath, reviewServer{&webhook.Admission{Handler: v}})
 	srv.Register(MutatePath, reviewServer{&webhook.Admission{Handler: Mutator{a}}})
 	return nil
 }

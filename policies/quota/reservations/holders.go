@@ -33,16 +33,12 @@ func ExistingPods(pods []corev1.Pod) map[string]map[string]int32 {
 	return out
 }
 
-// Holders is what the entries of res still hold, but the entry of TrainJob
-// `except` (the job being decided replaces its own entry): each entry's parts
-// reduced by its job's pods that exist. Entries whose pods all exist hold
-// nothing and are left out.
-func Holders(res *v1alpha1.QuotaReservation, except string, existing map[string]map[string]int32) []quota.Holder {
+// Holders is what the entries of res still hold: each entry's parts reduced
+// by its job's pods that exist. Entries whose pods all exist hold nothing and
+// are left out.
+func Holders(res *v1alpha1.QuotaReservation, existing map[string]map[string]int32) []quota.Holder {
 	var out []quota.Holder
 	for _, e := range res.Spec.Entries {
-		if e.TrainJob == except {
-			continue
-		}
 		if parts := quota.Missing(e.Parts, existing[e.TrainJob]); len(parts) > 0 {
 			out = append(out, quota.Holder{TrainJob: res.Spec.Namespace + "/" + e.TrainJob, Parts: parts})
 		}

@@ -64,10 +64,6 @@ func TestHolders(t *testing.T) {
 			pods:    []corev1.Pod{pod(0, "a", "launcher", corev1.PodRunning), pod(1, "a", "node", corev1.PodRunning), pod(2, "a", "node", corev1.PodRunning)},
 			want:    map[string][]int32{},
 		},
-		"the job being decided replaces its own entry": {
-			entries: []v1alpha1.ReservationEntry{entry("self", 3), entry("b", 1)},
-			want:    map[string][]int32{"team-a/b": {1, 1}},
-		},
 		"another job's pods do not reduce an entry": {
 			entries: []v1alpha1.ReservationEntry{entry("a", 1)},
 			pods:    []corev1.Pod{pod(0, "other", "launcher", corev1.PodRunning), pod(1, "other", "node", corev1.PodRunning)},
@@ -77,7 +73,7 @@ func TestHolders(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: tc.entries}}
-			got := Holders(res, "self", ExistingPods(tc.pods))
+			got := Holders(res, ExistingPods(tc.pods))
 			if diff := cmp.Diff(tc.want, heldPods(got)); diff != "" {
 				t.Errorf("holders (-want +got):\n%s", diff)
 			}

@@ -34,32 +34,15 @@ type Store struct {
 	// last is this process's own last successful write per governed namespace:
 	// the cache may not show it yet, and deciding on an older copy would only
 	// cost a conflict (the apiserver keeps the same memory of quotas it updated).
-	last  map[string]*v1alpha1.QuotaReservation
-	locks map[string]*sync.Mutex
+	last map[string]*v1alpha1.QuotaReservation
 }
 
 // NewStore returns a store over the given readers and writer.
 func NewStore(cache, live client.Reader, writer client.Writer, namespace string) *Store {
 	return &Store{
 		cache: cache, live: live, writer: writer, Namespace: namespace,
-		last: map[string]*v1alpha1.QuotaReservation{}, locks: map[string]*sync.Mutex{},
+		last: map[string]*v1alpha1.QuotaReservation{},
 	}
-}
-
-// Lock serialises this process's quota decisions in a governed namespace. It is
-// not what makes them safe (the resourceVersion on every write is): it keeps
-// one replica's concurrent submits from conflicting with each other, so a
-// conflict only ever means another replica wrote first.
-func (s *Store) Lock(namespace string) func() {
-	s.mu.Lock()
-	m, ok := s.locks[namespace]
-	if !ok {
-		m = &sync.Mutex{}
-		s.locks[namespace] = m
-	}
-	s.mu.Unlock()
-	m.Lock()
-	return m.Unlock
 }
 
 // Get returns the QuotaReservation of a governed namespace: from the cache or
@@ -110,12 +93,15 @@ func newer(a, b string) bool {
 	return errA == nil && errB == nil && x > y
 }
 
-// Put writes res as read plus entry (replacing any entry of the same TrainJob):
-// a create when res has no resourceVersion, else an update that carries the
-// resourceVersion read, so it fails with a conflict when anyone wrote since.
-func (s *Store) Put(ctx context.Context, res *v1alpha1.QuotaReservation, entry v1alpha1.ReservationEntry) error {
+// Put writes res as read plus entries (each replacing any entry of the same
+// TrainJob): a create when res has no resourceVersion, else an update that
+// carries the resourceVersion read, so it fails with a conflict when anyone
+// wrote since.
+func (s *Store) Put(ctx context.Context, res *v1alpha1.QuotaReservation, entries ...v1alpha1.ReservationEntry) error {
 	out := res.DeepCopy()
-	out.Spec.Entries = append(withoutJob(out.Spec.Entries, entry.TrainJob), entry)
+	for _, e := range entries {
+		out.Spec.Entries = append(withoutJob(out.Spec.Entries, e.TrainJob), e)
+	}
 	var err error
 	if out.ResourceVersion == "" {
 		err = s.writer.Create(ctx, out)

@@ -41,9 +41,11 @@ type QuotaReservationSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
-	// entries, one per TrainJob name.
-	// +listType=map
-	// +listMapKey=trainJob
+	// entries, one per TrainJob name. An atomic list: mpiguard replaces it
+	// whole on every write (with the resourceVersion it read), and per-entry
+	// field ownership would make every write of a large namespace's object
+	// cost the apiserver a managedFields merge over every entry.
+	// +listType=atomic
 	// +optional
 	Entries []ReservationEntry `json:"entries,omitempty"`
 }
@@ -74,8 +76,7 @@ type ReservationEntry struct {
 	// entry goes unless a live read shows its TrainJob.
 	HoldUntil metav1.Time `json:"holdUntil"`
 	// parts is what each replicated job's pods charge the quotas.
-	// +listType=map
-	// +listMapKey=replicatedJob
+	// +listType=atomic
 	// +optional
 	Parts []ReservedPart `json:"parts,omitempty"`
 }
@@ -89,8 +90,7 @@ type ReservedPart struct {
 	Pods int32 `json:"pods"`
 	// quotas: for each ResourceQuota whose scopes select these pods, what one
 	// pod charges it, by the quota's resource names.
-	// +listType=map
-	// +listMapKey=quota
+	// +listType=atomic
 	// +optional
 	Quotas []QuotaCharge `json:"quotas,omitempty"`
 }

@@ -1,0 +1,219 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/framework"
+)
+
+// burstJobs TrainJobs of 8 GPUs each are created at once into one namespace
+// whose quota holds burstFit of them.
+const (
+	burstJobs = 500
+	burstFit  = 250
+)
+
+// BenchmarkBurstCreate is what a user experiences when a namespace receives a
+// burst of submits: burstJobs TrainJobs created concurrently through the real
+// apiserver, with mpiguard as shipped (two replicas behind one webhook
+// endpoint), then the same burst with mpiguard's webhooks not registered (the
+// baseline), in one run. Every decision must be right: exactly burstFit
+// admitted, the rest denied by aggregate-quota. It also measures sequential
+// creates with and without a quota, whose difference is what the reservation
+// (a live quota read and one write to the apiserver) adds to one decision.
+// Run once: go test -run '^$' -bench BurstCreate -benchtime 1x ./test/load/
+func BenchmarkBurstCreate(b *testing.B) {
+	ctx := context.Background()
+	ctrl.SetLogger(logr.Discard())
+	env, err := framework.Start(ctx, framework.Options{Name: "burst", Replicas: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = env.Stop(false) }()
+	c := tenantClient(ctx, b, env)
+	rt := fixtures.MPIRuntime("burst-8gpu").
+		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
+		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).Cluster()
+	must(b, env.Client.Create(ctx, rt))
+
+	excludeBaselineNamespaces(ctx, b, env.Client)
+	for range b.N {
+		// The baseline first, so the mpiguard burst does not leave it a
+		// busier apiserver (its admitted jobs are the same 250 objects).
+		_, _, others, baseline := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), baselineLabel), rt.Name)
+		if len(others) > 0 {
+			b.Fatalf("baseline: %d errors (first: %v)", len(others), others[0])
+		}
+		admitted, denied, others, withMPIGuard := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), ""), rt.Name)
+		b.Logf("burst of %d creates, %d fit: with mpiguard (2 replicas) p50 %v p99 %v; baseline p50 %v p99 %v",
+			burstJobs, burstFit, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
+		if admitted != burstFit || denied != burstJobs-burstFit || len(others) > 0 {
+			b.Fatalf("with mpiguard: %d admitted, %d denied by aggregate-quota, %d other errors (first: %v); want exactly %d admitted",
+				admitted, denied, len(others), first(others), burstFit)
+		}
+		sequentialQuota := sequentialCreates(ctx, b, c, quotaNamespace(ctx, b, env, "1000000", ""), rt.Name)
+		sequentialFree := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, ""), rt.Name)
+		sequentialBaseline := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, baselineLabel), rt.Name)
+		report(b, "burst-mpiguard", withMPIGuard)
+		report(b, "burst-baseline", baseline)
+		b.ReportMetric(pct(withMPIGuard, 50).Seconds()/pct(baseline, 50).Seconds(), "p50-ratio")
+		b.ReportMetric(pct(withMPIGuard, 99).Seconds()/pct(baseline, 99).Seconds(), "p99-ratio")
+		report(b, "seq-reserving", sequentialQuota)
+		report(b, "seq-no-quota", sequentialFree)
+		report(b, "seq-baseline", sequentialBaseline)
+		b.ReportMetric((pct(sequentialQuota, 50)-pct(sequentialFree, 50)).Seconds()*1e3, "reservation-p50-added-ms")
+		b.Logf("sequential creates p50: %v reserving, %v without a quota, %v without mpiguard", pct(sequentialQuota, 50), pct(sequentialFree, 50), pct(sequentialBaseline, 50))
+	}
+}
+
+// tenantClient is a client of a user who submits TrainJobs and nothing else,
+// as tenants do: not a cluster admin, whose requests the apiserver's API
+// Priority and Fairness exempts. A tenant's burst is queued and shaped by APF
+// (and retried by client-go on 429), in the baseline and with mpiguard alike;
+// an exempt burst would measure an apiserver no tenant can reach.
+func tenantClient(ctx context.Context, b *testing.B, env *framework.Env) client.Client {
+	const group = "mpiguard-burst-tenants"
+	user, err := env.Testenv.AddUser(envtest.User{Name: "burst-tenant", Groups: []string{group}}, nil)
+	must(b, err)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: group},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"trainer.kubeflow.org"}, Resources: []string{"trainjobs"}, Verbs: []string{"create", "get", "list"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: group},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: group},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: group}}}
+	must(b, env.Client.Create(ctx, role))
+	must(b, env.Client.Create(ctx, binding))
+	cfg := user.Config()
+	cfg.QPS = -1 // no client-side rate limit: the burst reaches the apiserver at once
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	must(b, err)
+	return c
+}
+
+// baselineLabel marks namespaces the webhooks leave alone: the baseline.
+const baselineLabel = "mpiguard.io/benchmark-baseline"
+
+// excludeBaselineNamespaces scopes every installed webhook to namespaces
+// without baselineLabel, so one run measures creates with and without mpiguard.
+func excludeBaselineNamespaces(ctx context.Context, b *testing.B, c client.Client) {
+	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: baselineLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	var vs admissionregistrationv1.ValidatingWebhookConfigurationList
+	must(b, c.List(ctx, &vs))
+	for i := range vs.Items {
+		for j := range vs.Items[i].Webhooks {
+			vs.Items[i].Webhooks[j].NamespaceSelector = sel
+		}
+		must(b, c.Update(ctx, &vs.Items[i]))
+	}
+	var ms admissionregistrationv1.MutatingWebhookConfigurationList
+	must(b, c.List(ctx, &ms))
+	for i := range ms.Items {
+		for j := range ms.Items[i].Webhooks {
+			ms.Items[i].Webhooks[j].NamespaceSelector = sel
+		}
+		must(b, c.Update(ctx, &ms.Items[i]))
+	}
+	time.Sleep(2 * time.Second) // the apiserver's webhook configuration informer
+}
+
+// burst creates burstJobs 8-GPU TrainJobs at once and returns how many were
+// admitted, denied by aggregate-quota, failed otherwise, and each create's latency.
+func burst(ctx context.Context, c client.Client, ns, runtime string) (admitted, denied int, others []error, latencies []time.Duration) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		start = make(chan struct{})
+	)
+	for i := range burstJobs {
+		wg.Go(func() {
+			job := fixtures.TrainJob(ns, fmt.Sprintf("burst-%03d", i), runtime).NumNodes(2).NumProcPerNode(4).Obj()
+			<-start
+			t0 := time.Now()
+			err := c.Create(ctx, job)
+			d := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			latencies = append(latencies, d)
+			switch {
+			case err == nil:
+				admitted++
+			case strings.Contains(err.Error(), "[aggregate-quota]"):
+				denied++
+			default:
+				others = append(others, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return admitted, denied, others, latencies
+}
+
+// sequentialCreates creates 100 TrainJobs one after the other.
+func sequentialCreates(ctx context.Context, b *testing.B, c client.Client, ns, runtime string) []time.Duration {
+	out := make([]time.Duration, 0, 100)
+	for i := range cap(out) {
+		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%03d", i), runtime).NumNodes(2).NumProcPerNode(4).Obj()
+		t0 := time.Now()
+		must(b, c.Create(ctx, job))
+		out = append(out, time.Since(t0))
+	}
+	return out
+}
+
+func quotaNamespace(ctx context.Context, b *testing.B, env *framework.Env, gpus, label string) string {
+	ns := plainNamespace(ctx, b, env, label)
+	q := fixtures.ResourceQuota(ns, "gpus", "requests.nvidia.com/gpu", gpus)
+	must(b, env.Client.Create(ctx, q))
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: fixtures.ResourceList("requests.nvidia.com/gpu", "0")}
+	must(b, env.Client.Status().Update(ctx, q))
+	return ns
+}
+
+// plainNamespace creates a namespace, labelled with label when it is not "".
+func plainNamespace(ctx context.Context, b *testing.B, env *framework.Env, label string) string {
+	var labels map[string]string
+	if label != "" {
+		labels = map[string]string{label: "true"}
+	}
+	ns, err := env.NewNamespace(ctx, labels)
+	must(b, err)
+	return ns.Name
+}
+
+func report(b *testing.B, name string, ds []time.Duration) {
+	b.ReportMetric(pct(ds, 50).Seconds()*1e3, name+"-p50-ms")
+	b.ReportMetric(pct(ds, 99).Seconds()*1e3, name+"-p99-ms")
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func first(errs []error) error {
+	if len(errs) == 0 {
+		return errors.New("none")
+	}
+	return errs[0]
+}
