@@ -6,7 +6,10 @@
 # pod quota evaluator's name mapping (requests.X, limits.X, cpu, pods, ...) and
 # the quota's scopes (PriorityClass, Terminating, BestEffort, ...) are applied
 # once there, for this job and for the reserved ones alike, and what the quota
-# has free for it (demand.free: hard - status.used - reserved). Rego decides.
+# has free for it (demand.free: hard - status.used - reserved), with exact
+# displays of every amount and the jobs that hold it (demand.heldBy). Rego
+# decides. Amounts can exceed 64 bits: nothing here divides them except
+# through lib.quotient, so no input makes the policy fail.
 package mpiguard.policies.aggregate_quota
 
 import data.mpiguard.lib
@@ -23,10 +26,10 @@ checked if lib.resumed
 deny contains lib.violation("spec.trainer", msg) if {
 	checked
 	some quota in input.quotas
-	some res, demand in quota.demand
+	some demand in quota.demand
 	demand.milli > demand.free
 	demand.milli > 0
-	msg := lib.msg_quota_exceeded(demand, breakdown(demand), quota.name, quota.hard[res].milli, demand.free, fixes(demand, demand.free))
+	msg := lib.msg_quota_exceeded(quota.name, demand, breakdown(demand), fixes(demand, demand.free))
 }
 
 # A quota on a resource makes the apiserver reject pods with a container that
@@ -41,21 +44,21 @@ deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_quota_undec
 }
 
 # breakdown explains the total: "launcher 0 + 3 workers x 4".
-breakdown(demand) := concat(" + ", [describe(p, demand) | some p in demand.parts])
+breakdown(demand) := concat(" + ", [describe(p) | some p in demand.parts])
 
-describe(p, demand) := sprintf("launcher %s", [lib.demand_display(demand, p.perPodMilli)]) if {
+describe(p) := sprintf("launcher %s", [p.perPodDisplay]) if {
 	p.role == "launcher"
 	p.pods == 1
 }
 
-describe(p, demand) := sprintf("%d launchers x %s", [p.pods, lib.demand_display(demand, p.perPodMilli)]) if {
+describe(p) := sprintf("%d launchers x %s", [p.pods, p.perPodDisplay]) if {
 	p.role == "launcher"
 	p.pods != 1
 }
 
-describe(p, demand) := sprintf("%d workers x %s", [p.pods, lib.demand_display(demand, p.perPodMilli)]) if p.role == "worker"
+describe(p) := sprintf("%d workers x %s", [p.pods, p.perPodDisplay]) if p.role == "worker"
 
-describe(p, demand) := sprintf("%s %d x %s", [p.name, p.pods, lib.demand_display(demand, p.perPodMilli)]) if p.role == "other"
+describe(p) := sprintf("%s %d x %s", [p.name, p.pods, p.perPodDisplay]) if p.role == "other"
 
 # workers is the worker part of the demand, when the quota selects workers.
 workers(demand) := p if {
@@ -78,7 +81,7 @@ fixes(demand, free) := [f | some f in [fewer_workers(demand, free), smaller_work
 fewer_workers(demand, free) := workers_to(n) if {
 	w := workers(demand)
 	w.perPodMilli > 0
-	n := floor((free - rest(demand)) / w.perPodMilli)
+	n := lib.quotient(free - rest(demand), w.perPodMilli)
 	n >= 1
 } else := ""
 
@@ -90,6 +93,6 @@ workers_to(n) := sprintf("workers to %d", [n]) if not input.job.runLauncherAsNod
 smaller_workers(demand, free) := sprintf("%s to %s", [lib.per_worker_label(demand.resource), lib.display(demand.resource, per)]) if {
 	demand.kind != "pods"
 	w := workers(demand)
-	per := lib.whole_units(demand.resource, floor((free - rest(demand)) / w.pods))
+	per := lib.whole_units(demand.resource, lib.quotient(free - rest(demand), w.pods))
 	per > 0
 } else := ""

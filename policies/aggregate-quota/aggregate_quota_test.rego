@@ -1,5 +1,6 @@
 package mpiguard.policies.aggregate_quota_test
 
+import data.mpiguard.lib
 import data.mpiguard.policies.aggregate_quota
 
 qty(n) := {"value": n, "milli": n * 1000, "display": format_int(n, 10)}
@@ -7,23 +8,41 @@ qty(n) := {"value": n, "milli": n * 1000, "display": format_int(n, 10)}
 # part is one replicated job's share of a quota demand, in whole units.
 part(name, role, pods, per) := {"name": name, "role": role, "pods": pods, "perPodMilli": per * 1000, "undeclared": false}
 
+# demand is what Go puts in quota.demand for a resource, with the displays Go
+# supplies; nothing held until held_by says so.
 demand(kind, res, parts) := {
-	"kind": kind, "resource": res, "parts": parts,
-	"milli": sum([m | some p in parts; m := p.pods * p.perPodMilli]),
+	"kind": kind, "resource": res,
+	"parts": [object.union(p, {"perPodDisplay": lib.display(res, p.perPodMilli)}) | some p in parts],
+	"milli": total, "display": lib.display(res, total),
 	"undeclared": count([p | some p in parts; p.undeclared]) > 0,
+	"held": 0, "heldDisplay": "0", "heldBy": [],
+} if {
+	total := sum([m | some p in parts; m := p.pods * p.perPodMilli])
+}
+
+# limited adds what Go computes of the quota for the demand (milli amounts):
+# its hard and used amounts, and what is free (hard - used - held).
+limited(d, hard, used, free) := object.union(d, {
+	"free": free, "freeDisplay": lib.display(d.resource, free),
+	"hardDisplay": lib.display(d.resource, hard), "usedDisplay": lib.display(d.resource, used),
+})
+
+# held_by adds the admitted jobs that hold the quota resource: [[name, milli], ...], largest first.
+held_by(d, holders) := object.union(d, {
+	"held": held, "heldDisplay": lib.display(d.resource, held),
+	"heldBy": [{"trainJob": h[0], "milli": h[1], "display": lib.display(d.resource, h[1])} | some h in holders],
+}) if {
+	held := sum([h[1] | some h in holders])
 }
 
 gpu_demand(workers, gpus) := demand("requests", "nvidia.com/gpu", [part("launcher", "launcher", 1, 0), part("node", "worker", workers, gpus)])
-
-# free is what Go puts in demand.free: hard - used - reserved, in milli.
-free(d, milli) := object.union(d, {"free": milli})
 
 gpu_quota(d, hard, used, reserved) := {
 	"name": "team-a",
 	"hard": {"requests.nvidia.com/gpu": qty(hard)},
 	"used": {"requests.nvidia.com/gpu": qty(used)},
 	"reserved": {"requests.nvidia.com/gpu": qty(reserved)},
-	"demand": {"requests.nvidia.com/gpu": free(d, ((hard - used) - reserved) * 1000)},
+	"demand": {"requests.nvidia.com/gpu": limited(d, hard * 1000, used * 1000, ((hard - used) - reserved) * 1000)},
 }
 
 create_input(quotas) := {
@@ -77,7 +96,7 @@ test_update_without_resume_not_checked if {
 
 test_only_smaller_workers_when_launcher_takes_most if {
 	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 1), part("node", "worker", 2, 8)])
-	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": free(d, 4000)}}
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0, 4000)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -87,7 +106,7 @@ test_only_smaller_workers_when_launcher_takes_most if {
 
 test_no_fix_when_launcher_alone_too_big if {
 	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 8), part("node", "worker", 2, 8)])
-	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": free(d, 4000)}}
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0, 4000)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -103,7 +122,7 @@ test_pods_and_memory_messages if {
 		"name": "team-a",
 		"hard": {"pods": qty(4), "limits.memory": {"value": 32 * gi, "milli": (32 * gi) * 1000, "display": "32Gi"}},
 		"used": {"pods": qty(1)}, "reserved": {},
-		"demand": {"pods": free(pods, 3000), "limits.memory": free(memory, (32 * gi) * 1000)},
+		"demand": {"pods": limited(pods, 4000, 1000, 3000), "limits.memory": limited(memory, (32 * gi) * 1000, 0, (32 * gi) * 1000)},
 	}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {
@@ -124,7 +143,7 @@ test_other_replicated_jobs_in_breakdown if {
 
 test_undeclared_request_denied if {
 	d := demand("requests", "cpu", [object.union(part("launcher", "launcher", 1, 0), {"undeclared": true})])
-	quota := {"name": "team-a", "hard": {"requests.cpu": qty(100)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": free(d, 100000)}}
+	quota := {"name": "team-a", "hard": {"requests.cpu": qty(100)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 100000, 0, 100000)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer.resourcesPerNode",
@@ -138,5 +157,84 @@ test_launcher_as_node_names_num_nodes if {
 	got == {{
 		"field": "spec.trainer",
 		"msg": `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 4 of 16 free; reduce workers to 1 (spec.trainer.numNodes 2) or GPUs per worker to 1, or ask an admin to raise the quota`,
+	}}
+}
+
+# Amounts past 64 bits: the job's total, what is free and the fixes are exact,
+# and the policy never fails on them.
+ti := 1099511627776
+
+pi := 1125899906842624
+
+memory_quota(d, hard) := {
+	"name": "team-a",
+	"hard": {"requests.memory": {"value": hard, "milli": hard * 1000, "display": lib.display("memory", hard * 1000)}},
+	"used": {}, "reserved": {},
+	"demand": {"requests.memory": limited(d, hard * 1000, 0, hard * 1000)},
+}
+
+test_thousands_of_workers_times_terabytes_denied if {
+	d := demand("requests", "memory", [part("launcher", "launcher", 1, 1073741824), part("node", "worker", 5000, 4 * ti)])
+	got := aggregate_quota.deny with input as create_input([memory_quota(d, pi)])
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 20480001Gi memory (launcher 1Gi + 5000 workers x 4Ti) but ResourceQuota "team-a" has 1Pi of 1Pi free; reduce workers to 255 or memory per worker to 225179766620, or ask an admin to raise the quota`,
+	}}
+}
+
+test_petabytes_per_worker_denied if {
+	d := demand("requests", "memory", [part("launcher", "launcher", 1, 0), part("node", "worker", 2, 8 * pi)])
+	got := aggregate_quota.deny with input as create_input([memory_quota(d, pi)])
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 16Pi memory (launcher 0 + 2 workers x 8Pi) but ResourceQuota "team-a" has 1Pi of 1Pi free; reduce memory per worker to 512Ti, or ask an admin to raise the quota`,
+	}}
+}
+
+test_exact_fit_at_huge_sizes_allowed if {
+	d := demand("requests", "memory", [part("launcher", "launcher", 1, 0), part("node", "worker", 5000, 4 * ti)])
+	count(aggregate_quota.deny) == 0 with input as create_input([memory_quota(d, 20000 * ti)])
+}
+
+test_one_byte_over_at_huge_sizes_denied if {
+	d := demand("requests", "memory", [part("launcher", "launcher", 1, 1), part("node", "worker", 5000, 4 * ti)])
+	got := aggregate_quota.deny with input as create_input([memory_quota(d, 20000 * ti)])
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 21990232555520001 memory (launcher 1 + 5000 workers x 4Ti) but ResourceQuota "team-a" has 20000Ti of 20000Ti free; reduce workers to 4999 or memory per worker to 4398046511103, or ask an admin to raise the quota`,
+	}}
+}
+
+# A worker part without pods leaves nothing to divide by: the fixes are
+# skipped instead of failing the policy.
+test_no_workers_no_division if {
+	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 8), part("node", "worker", 0, 8)])
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0, 4000)}}
+	got := aggregate_quota.deny with input as create_input([quota])
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 8 cpu (launcher 8 + 0 workers x 8) but ResourceQuota "small" has 4 of 4 free; ask an admin to raise the quota`,
+	}}
+}
+
+# When admitted jobs whose pods do not exist yet hold the quota, the denial
+# names them: status.used alone would not explain what is free.
+test_held_by_named if {
+	d := held_by(gpu_demand(3, 4), [["team-a/job-1", 4000], ["team-a/job-2", 4000]])
+	quota := object.union(gpu_quota(d, 16, 8, 8), {"demand": {"requests.nvidia.com/gpu": limited(d, 16000, 8000, 0)}})
+	got := aggregate_quota.deny with input as create_input([quota])
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 0 of 16 free (8 used by running pods, 8 held by TrainJobs admitted whose pods do not exist yet: team-a/job-1 4, team-a/job-2 4); ask an admin to raise the quota`,
+	}}
+}
+
+test_held_by_names_three_and_counts_the_rest if {
+	d := held_by(gpu_demand(3, 4), [["team-a/a", 4000], ["team-a/b", 2000], ["team-a/c", 1000], ["team-a/d", 1000], ["team-a/e", 1000]])
+	quota := object.union(gpu_quota(d, 16, 0, 9), {"demand": {"requests.nvidia.com/gpu": limited(d, 16000, 0, 7000)}})
+	got := aggregate_quota.deny with input as create_input([quota])
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 7 of 16 free (0 used by running pods, 9 held by TrainJobs admitted whose pods do not exist yet: team-a/a 4, team-a/b 2, team-a/c 1 and 2 more); reduce workers to 1 or GPUs per worker to 2, or ask an admin to raise the quota`,
 	}}
 }

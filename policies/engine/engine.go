@@ -126,7 +126,6 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		return nil, err
 	}
 	d.Latency = time.Since(start)
-	d.set = set
 	if !req.MutationOnly && !req.RecordLater {
 		e.record(set, req, d)
 	}
@@ -138,11 +137,7 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 // decision is final only when its reservation was written; one that lost the
 // write to another replica is decided again and only the last one counts.
 func (e *Engine) Record(req *Request, d *Decision) {
-	set := d.set
-	if set == nil {
-		set = e.current.Load()
-	}
-	e.record(set, req, d)
+	e.record(e.current.Load(), req, d)
 }
 
 // evaluate runs the pass's prepared query (mutate rules for a MutationOnly

@@ -3,7 +3,9 @@ package engine
 import (
 	"encoding/json"
 	"math/big"
+	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -32,8 +34,9 @@ var (
 // of this job's replicated jobs the quota's scopes select (quota.roles), and
 // what this job demands of it per quota resource name.
 //
-// The terms are built per request: amounts are exact (math/big), and a quota's
-// term is a few small objects, cheaper to build than to key a cache on.
+// The terms are built per request, not cached: what they depend on (status.used,
+// the jobs holding the quota) changes with every admission in the namespace,
+// and amounts are exact big integers, which an int64-keyed cache conflated.
 func quotasTerm(req *Request) *ast.Term {
 	if len(req.Quotas) == 0 {
 		return emptyArray
@@ -92,32 +95,11 @@ func demandTerm(q *corev1.ResourceQuota, v *render.JobView, usage []corev1.Resou
 	return ast.ObjectTerm(items...)
 }
 
+// demandEntryTerm is demand[name]: this job's total and parts, and the
+// quota's hard, used, held and free amounts of name.
 func demandEntryTerm(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobView, usage []corev1.ResourceList, selected []bool, held *quota.Held) *ast.Term {
 	kind, res, _ := quota.ChargedName(name)
-	total := new(big.Int)
-	undeclaredAny := false
-	parts := make([]*ast.Term, 0, len(v.ReplicatedJobs))
-	for j := range v.ReplicatedJobs {
-		if !selected[j] {
-			continue
-		}
-		rj := &v.ReplicatedJobs[j]
-		// The per-pod amount is rounded up to milli units as MilliValue would,
-		// and the total is the sum of pods × that, so the breakdown in a
-		// message adds up to the total it explains.
-		per := quota.Milli(usage[j][name])
-		total.Add(total, new(big.Int).Mul(per, big.NewInt(int64(rj.Pods))))
-		undeclared := undeclared(kind, res, &rj.PerPod)
-		undeclaredAny = undeclaredAny || undeclared
-		parts = append(parts, ast.ObjectTerm(
-			item(kName, vocabularyTerm(rj.Name)),
-			item(kRole, stringTerm(string(rj.Role))),
-			item(kPods, intTerm(rj.Pods)),
-			item(kPerPodMilli, bigTerm(per)),
-			item(kPerPodDisplay, ast.StringTerm(displayMilli(res, per))),
-			item(kUndeclared, boolTerm(undeclared)),
-		))
-	}
+	parts, total, undeclaredAny := demandPartsTerm(name, kind, res, v, usage, selected)
 	free := quota.Milli(quota.Free(q, name, held))
 	hard, used := quota.Milli(q.Spec.Hard[name]), quota.Milli(q.Status.Used[name])
 	heldMilli, heldBy := new(big.Int), emptyArray
@@ -138,8 +120,39 @@ func demandEntryTerm(q *corev1.ResourceQuota, name corev1.ResourceName, v *rende
 		item(kHeldDisplay, ast.StringTerm(displayMilli(res, heldMilli))),
 		item(kHeldBy, heldBy),
 		item(kUndeclared, boolTerm(undeclaredAny)),
-		item(kParts, ast.ArrayTerm(parts...)),
+		item(kParts, parts),
 	)
+}
+
+// demandPartsTerm is what each selected replicated job charges for quota resource
+// name (pods, per pod, whether a container leaves it undeclared), the job's
+// total, and whether any part leaves it undeclared.
+func demandPartsTerm(name corev1.ResourceName, kind, res string, v *render.JobView, usage []corev1.ResourceList, selected []bool) (*ast.Term, *big.Int, bool) {
+	total := new(big.Int)
+	undeclaredAny := false
+	parts := make([]*ast.Term, 0, len(v.ReplicatedJobs))
+	for j := range v.ReplicatedJobs {
+		if !selected[j] {
+			continue
+		}
+		rj := &v.ReplicatedJobs[j]
+		// The per-pod amount is rounded to milli units as MilliValue rounds,
+		// and the total is the sum of pods × that, so the breakdown in a
+		// message adds up to the total it explains.
+		per := quota.Milli(usage[j][name])
+		total.Add(total, new(big.Int).Mul(per, big.NewInt(int64(rj.Pods))))
+		undeclared := undeclared(kind, res, &rj.PerPod)
+		undeclaredAny = undeclaredAny || undeclared
+		parts = append(parts, ast.ObjectTerm(
+			item(kName, vocabularyTerm(rj.Name)),
+			item(kRole, stringTerm(string(rj.Role))),
+			item(kPods, intTerm(rj.Pods)),
+			item(kPerPodMilli, bigTerm(per)),
+			item(kPerPodDisplay, ast.StringTerm(displayMilli(res, per))),
+			item(kUndeclared, boolTerm(undeclared)),
+		))
+	}
+	return ast.ArrayTerm(parts...), total, undeclaredAny
 }
 
 // heldByTerm lists the jobs holding a quota resource, largest amount first:
@@ -249,6 +262,9 @@ func displayMilli(res string, m *big.Int) string {
 	if m.Sign() <= 0 {
 		return "0"
 	}
+	if m.IsInt64() {
+		return displayMilli64(res, m.Int64()) // most amounts: no big.Int arithmetic
+	}
 	units, frac := new(big.Int).QuoRem(m, big1000, new(big.Int))
 	if frac.Sign() != 0 {
 		return m.String() + "m"
@@ -258,6 +274,19 @@ func displayMilli(res string, m *big.Int) string {
 	}
 	shift := min(units.TrailingZeroBits()/10, uint(len(binarySuffixes)-1))
 	return units.Rsh(units, 10*shift).String() + binarySuffixes[shift]
+}
+
+// displayMilli64 is displayMilli of a positive int64 amount.
+func displayMilli64(res string, m int64) string {
+	if m%1000 != 0 {
+		return strconv.FormatInt(m, 10) + "m"
+	}
+	units := m / 1000
+	if !countedInBytes(res) {
+		return strconv.FormatInt(units, 10)
+	}
+	shift := min(bits.TrailingZeros64(uint64(units))/10, len(binarySuffixes)-1)
+	return strconv.FormatInt(units>>(10*shift), 10) + binarySuffixes[shift]
 }
 
 // countedInBytes says whether a resource is an amount of bytes (lib.memory_like).

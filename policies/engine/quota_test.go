@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"math"
-	"math/big"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,19 +55,30 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := got.([]any)[0].(map[string]any)
-	part := func(name, role string, pods, perPodMilli int, undeclared bool) map[string]any {
-		return map[string]any{"name": name, "role": role, "pods": jsonNumber(pods), "perPodMilli": jsonNumber(perPodMilli), "undeclared": undeclared}
+	part := func(name, role string, pods, perPodMilli int, display string, undeclared bool) map[string]any {
+		return map[string]any{"name": name, "role": role, "pods": jsonNumber(pods), "perPodMilli": jsonNumber(perPodMilli), "perPodDisplay": display, "undeclared": undeclared}
 	}
+	// entry is a demand entry; a/selected holds 2 workers' worth of every resource.
+	entry := func(kind, res string, milli int, display string, free int, freeDisplay, hardDisplay, usedDisplay string, held int, heldDisplay string, parts ...any) map[string]any {
+		return map[string]any{
+			"kind": kind, "resource": res, "milli": jsonNumber(milli), "display": display,
+			"free": jsonNumber(free), "freeDisplay": freeDisplay, "hardDisplay": hardDisplay, "usedDisplay": usedDisplay,
+			"held": jsonNumber(held), "heldDisplay": heldDisplay,
+			"heldBy":     []any{map[string]any{"trainJob": "a/selected", "milli": jsonNumber(held), "display": heldDisplay}},
+			"undeclared": false, "parts": parts,
+		}
+	}
+	const gi = 1073741824000
 	want := map[string]any{
-		// free: hard - used - reserved (a/selected holds 2 workers' worth).
-		"requests.nvidia.com/gpu": map[string]any{"kind": "requests", "resource": "nvidia.com/gpu", "milli": jsonNumber(12000), "free": jsonNumber(16000 - 4000 - 8000), "undeclared": false,
-			"parts": []any{part("node", "worker", 3, 4000, false)}},
-		"cpu": map[string]any{"kind": "requests", "resource": "cpu", "milli": jsonNumber(6000), "free": jsonNumber(10000 - 4000), "undeclared": false,
-			"parts": []any{part("node", "worker", 3, 2000, false)}},
-		"limits.memory": map[string]any{"kind": "limits", "resource": "memory", "milli": jsonNumber(3 * 1073741824000), "free": jsonNumber(6 * 1073741824000), "undeclared": false,
-			"parts": []any{part("node", "worker", 3, 1073741824000, false)}},
-		"pods": map[string]any{"kind": "pods", "resource": "", "milli": jsonNumber(3000), "free": jsonNumber(10000 - 2000), "undeclared": false,
-			"parts": []any{part("node", "worker", 3, 1000, false)}},
+		// free: hard - used - held.
+		"requests.nvidia.com/gpu": entry("requests", "nvidia.com/gpu", 12000, "12", 16000-4000-8000, "4", "16", "4", 8000, "8",
+			part("node", "worker", 3, 4000, "4", false)),
+		"cpu": entry("requests", "cpu", 6000, "6", 10000-4000, "6", "10", "0", 4000, "4",
+			part("node", "worker", 3, 2000, "2", false)),
+		"limits.memory": entry("limits", "memory", 3*gi, "3Gi", 6*gi, "6Gi", "8Gi", "0", 2*gi, "2Gi",
+			part("node", "worker", 3, gi, "1Gi", false)),
+		"pods": entry("pods", "", 3000, "3", 10000-2000, "8", "10", "0", 2000, "2",
+			part("node", "worker", 3, 1000, "1", false)),
 	}
 	if diff := cmp.Diff(want, q["demand"]); diff != "" {
 		t.Errorf("demand (-want +got):\n%s", diff)
@@ -97,7 +106,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := got.([]any)[0].(map[string]any)["demand"].(map[string]any)["limits.memory"].(map[string]any)
-	if diff := cmp.Diff([]any{part("launcher", "launcher", 1, 0, true), part("node", "worker", 3, 1073741824000, false)}, mem["parts"]); diff != "" {
+	if diff := cmp.Diff([]any{part("launcher", "launcher", 1, 0, "0", true), part("node", "worker", 3, gi, "1Gi", false)}, mem["parts"]); diff != "" {
 		t.Errorf("limits.memory parts (-want +got):\n%s", diff)
 	}
 	if mem["undeclared"] != true {
@@ -108,21 +117,4 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 func jsonNumber(n int) any {
 	v, _ := ast.JSON(ast.IntNumberTerm(n).Value)
 	return v
-}
-
-// demand.free is exact beyond int64: the subtraction falls back to big integers.
-func TestFreeTermExact(t *testing.T) {
-	q := &corev1.ResourceQuota{
-		Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.memory": resource.MustParse("1Ki")}},
-		Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}},
-	}
-	reserved := corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}
-	got := freeTerm(q, "requests.memory", reserved).String()
-	want := new(big.Int).Sub(big.NewInt(1024000), new(big.Int).Mul(big.NewInt(math.MaxInt64), big.NewInt(2))).String()
-	if got != want {
-		t.Errorf("free = %s, want %s", got, want)
-	}
-	if got := freeTerm(q, "requests.cpu", nil).String(); got != "0" {
-		t.Errorf("free of a resource the quota does not list = %s, want 0", got)
-	}
 }

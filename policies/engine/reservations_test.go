@@ -39,7 +39,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What the webhook's ledger does: serialise decisions in the namespace and
+	// What admission does: serialise decisions in the namespace and
 	// pass the admitted-but-not-visible jobs as Reserved.
 	var mu sync.Mutex
 	var inflight []Reservation

@@ -83,7 +83,6 @@ var (
 	nodeTermsTerms = newContentCache(maxCachedStructKey)
 	chargeTerms    = newContentCache(maxCachedStructKey)
 	resourceTerms  = newContentCache(maxCachedStructKey)
-	quotaTerms     = newContentCache(maxCachedStructKey)
 )
 
 // keyBuf is a scratch buffer for content encodings.
@@ -205,28 +204,6 @@ func vocabularyTerm(s string) *ast.Term {
 		vocabulary.m[s] = t
 	}
 	return t
-}
-
-// demandParts caches the parts of quota demands: a few shapes recur.
-type demandPartKey struct {
-	name, role string
-	pods       int32
-	perPod     int64
-	undeclared bool
-}
-
-var demandParts = newKeyedCache[demandPartKey]()
-
-func demandPartTerm(k demandPartKey) *ast.Term {
-	return demandParts.get(k, func() *ast.Term {
-		return ast.ObjectTerm(
-			item(kName, vocabularyTerm(k.name)),
-			item(kRole, stringTerm(k.role)),
-			item(kPods, intTerm(k.pods)),
-			item(kPerPodMilli, int64Term(k.perPod)),
-			item(kUndeclared, boolTerm(k.undeclared)),
-		)
-	})
 }
 
 // int64Term is n as a number term, shared for small n.

@@ -105,9 +105,6 @@ type Decision struct {
 	DryRunMutations  []Change
 	PolicySetVersion string
 	Latency          time.Duration
-
-	// set is the policy set that made the decision, for Engine.Record.
-	set *compiledSet
 }
 
 // Denials returns the violations whose Action is deny.

@@ -37,10 +37,9 @@ demand_label(d) := d.resource if d.kind == "requests"
 
 demand_label(d) := sprintf("%s limits", [d.resource]) if d.kind == "limits"
 
-# demand_display formats a milli amount of a quota demand.
-demand_display(d, m) := format_int(m / 1000, 10) if d.kind == "pods"
-
-demand_display(d, m) := display(d.resource, m) if d.kind != "pods"
+# demand_display formats a milli amount of a quota demand (Go supplies the
+# displays of the amounts it computes: demand.display, freeDisplay, ...).
+demand_display(d, m) := display(object.get(d, "resource", ""), m)
 
 # per_worker_label names the per-worker knob for a resource in fix suggestions.
 per_worker_label(res) := "GPUs per worker" if endswith(res, "/gpu")

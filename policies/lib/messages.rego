@@ -10,14 +10,36 @@ fix_text(fixes, admin) := admin if count(fixes) == 0
 
 # aggregate-quota
 
-msg_quota_exceeded(demand, breakdown, quota, hard, free, fixes) := sprintf(
-	"TrainJob needs %s %s (%s) but ResourceQuota %q has %s of %s free; %s",
+msg_quota_exceeded(quota, demand, breakdown, fixes) := sprintf(
+	"TrainJob needs %s %s (%s) but ResourceQuota %q has %s of %s free%s; %s",
 	[
-		demand_display(demand, demand.milli), demand_label(demand), breakdown, quota,
-		demand_display(demand, free), demand_display(demand, hard),
+		demand.display, demand_label(demand), breakdown, quota,
+		demand.freeDisplay, demand.hardDisplay, quota_held(demand),
 		fix_text(fixes, "ask an admin to raise the quota"),
 	],
 )
+
+# quota_held says what holds a quota resource when admitted TrainJobs whose
+# pods do not exist yet hold some of it: status.used alone would not explain
+# the free amount.
+quota_held(demand) := "" if count(demand.heldBy) == 0
+
+quota_held(demand) := sprintf(
+	" (%s used by running pods, %s held by TrainJobs admitted whose pods do not exist yet: %s)",
+	[demand.usedDisplay, demand.heldDisplay, holders_text(demand.heldBy)],
+) if count(demand.heldBy) > 0
+
+# max_named_holders is how many holders a message names; the rest are counted.
+max_named_holders := 3
+
+# holders_text names the first holders with their amounts: "team-a/job-1 8, team-a/job-2 4 and 2 more".
+holders_text(by) := concat(", ", named_holders(by)) if count(by) <= max_named_holders
+
+holders_text(by) := sprintf("%s and %d more", [concat(", ", named_holders(by)), count(by) - max_named_holders]) if {
+	count(by) > max_named_holders
+}
+
+named_holders(by) := [sprintf("%s %s", [h.trainJob, h.display]) | some i, h in by; i < max_named_holders]
 
 msg_quota_undeclared(quota, res, demand, part) := sprintf(
 	"ResourceQuota %q limits %s, so every container must declare a %s %s, but the %s pods have a container without one; set resources.%s.%s on every container of replicated job %q, or ask an admin to add a LimitRange default",

@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"gopkg.in/inf.v0"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mpiguard/mpiguard/policies"
+	"github.com/mpiguard/mpiguard/policies/quota"
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// memoryJob is a job of workers × perWorker memory requests and a launcher
+// requesting launcher memory; each pod declares what it requests.
+func memoryJob(workers int32, perWorker, launcher string) *Request {
+	req := mpiRequest("team-a", workers)
+	req.TrainJob.Spec.ActiveDeadlineSeconds = 3600
+	mem := func(q string) render.Charge {
+		return render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse(q)}}
+	}
+	req.View.ReplicatedJobs[0].PerPod = mem(launcher)
+	req.View.ReplicatedJobs[1].PerPod = mem(perWorker)
+	return req
+}
+
+func memoryQuotaOf(hard string) corev1.ResourceQuota {
+	return corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.memory": resource.MustParse(hard)}},
+	}
+}
+
+// quotaDenials decides req with the default policies and returns the
+// aggregate-quota messages.
+func quotaDenials(t *testing.T, e *Engine, req *Request) []string {
+	t.Helper()
+	d := decide(t, e, req)
+	var out []string
+	for _, v := range d.Denials() {
+		if v.Policy == "aggregate-quota" {
+			out = append(out, v.Message)
+		}
+	}
+	if len(out) == 0 && !d.Allowed {
+		t.Errorf("denied by other policies: %+v", d.Violations)
+	}
+	return out
+}
+
+// Quantities past int64 (thousands of Workers × terabytes, petabytes per
+// Worker) are compared and reported exactly: int64 milli amounts wrapped
+// around and let such jobs pass, or printed nonsense.
+func TestQuotaPastInt64(t *testing.T) {
+	e, err := NewDefault(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		req   *Request
+		quota string
+		want  []string
+	}{
+		{
+			name: "5000 workers x 4Ti against 1Pi", req: memoryJob(5000, "4Ti", "1Gi"), quota: "1Pi",
+			want: []string{`TrainJob needs 20480001Gi memory (launcher 1Gi + 5000 workers x 4Ti) but ResourceQuota "team-a" has 1Pi of 1Pi free; reduce workers to 255 or memory per worker to 225179766620, or ask an admin to raise the quota`},
+		},
+		{
+			name: "2 workers x 8Pi against 1Pi", req: memoryJob(2, "8Pi", "0"), quota: "1Pi",
+			want: []string{`TrainJob needs 16Pi memory (launcher 0 + 2 workers x 8Pi) but ResourceQuota "team-a" has 1Pi of 1Pi free; reduce memory per worker to 512Ti, or ask an admin to raise the quota`},
+		},
+		{
+			name: "2 workers x 8Pi and a launcher against 16Pi", req: memoryJob(2, "8Pi", "1Gi"), quota: "16Pi",
+			want: []string{`TrainJob needs 16777217Gi memory (launcher 1Gi + 2 workers x 8Pi) but ResourceQuota "team-a" has 16Pi of 16Pi free; reduce workers to 1 or memory per worker to 8589934080Mi, or ask an admin to raise the quota`},
+		},
+		{
+			name: "5000 workers x 1Ei against 4Ei", req: memoryJob(5000, "1Ei", "0"), quota: "4Ei",
+			want: []string{`TrainJob needs 5000Ei memory (launcher 0 + 5000 workers x 1Ei) but ResourceQuota "team-a" has 4Ei of 4Ei free; reduce workers to 4 or memory per worker to 922337203685477, or ask an admin to raise the quota`},
+		},
+		{name: "exact fit: 5000 workers x 4Ti in 20000Ti", req: memoryJob(5000, "4Ti", "0"), quota: "20000Ti"},
+		{name: "exact fit: 2 workers x 8Pi and a launcher in 16Pi+1Gi", req: memoryJob(2, "8Pi", "1Gi"), quota: "16777217Gi"},
+		{
+			name: "one byte over at 20000Ti", req: memoryJob(5000, "4Ti", "1"), quota: "20000Ti",
+			want: []string{`TrainJob needs 21990232555520001 memory (launcher 1 + 5000 workers x 4Ti) but ResourceQuota "team-a" has 20000Ti of 20000Ti free; reduce workers to 4999 or memory per worker to 4398046511103, or ask an admin to raise the quota`},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.req.Quotas = []corev1.ResourceQuota{memoryQuotaOf(tc.quota)}
+			if diff := cmp.Diff(tc.want, quotaDenials(t, e, tc.req)); diff != "" {
+				t.Errorf("aggregate-quota denials (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A denial that counts what admitted jobs hold names them, largest first,
+// with what each holds.
+func TestQuotaDenialNamesHolders(t *testing.T) {
+	e, err := NewDefault(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}},
+		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}},
+	}
+	quotas := []corev1.ResourceQuota{q}
+	holder := func(name string, workers int32) Reservation {
+		return Reservation{TrainJob: name, Parts: quota.PartsOf(gpuView(workers), quotas)}
+	}
+	req := mpiRequest("team-a", 2)
+	req.TrainJob.Spec.ActiveDeadlineSeconds = 3600
+	req.View = gpuView(2)
+	req.Quotas = quotas
+
+	req.Reserved = []Reservation{holder("team-a/job-1", 1), holder("team-a/job-2", 2)}
+	want := []string{`TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota "team-a" has 0 of 16 free (4 used by running pods, 12 held by TrainJobs admitted whose pods do not exist yet: team-a/job-2 8, team-a/job-1 4); ask an admin to raise the quota`}
+	if diff := cmp.Diff(want, quotaDenials(t, e, req)); diff != "" {
+		t.Errorf("denial (-want +got):\n%s", diff)
+	}
+
+	q.Status.Used = nil
+	req.Quotas = []corev1.ResourceQuota{q}
+	req.Reserved = []Reservation{holder("team-a/a", 1), holder("team-a/b", 1), holder("team-a/c", 1), holder("team-a/d", 1)}
+	want = []string{`TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota "team-a" has 0 of 16 free (0 used by running pods, 16 held by TrainJobs admitted whose pods do not exist yet: team-a/a 4, team-a/b 4, team-a/c 4 and 1 more); ask an admin to raise the quota`}
+	if diff := cmp.Diff(want, quotaDenials(t, e, req)); diff != "" {
+		t.Errorf("denial (-want +got):\n%s", diff)
+	}
+
+	// Without holders the message is as it always was.
+	req.Reserved = nil
+	q.Status.Used = corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("12")}
+	req.Quotas = []corev1.ResourceQuota{q}
+	want = []string{`TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota "team-a" has 4 of 16 free; reduce workers to 1 or GPUs per worker to 2, or ask an admin to raise the quota`}
+	if diff := cmp.Diff(want, quotaDenials(t, e, req)); diff != "" {
+		t.Errorf("denial (-want +got):\n%s", diff)
+	}
+}
+
+// freeMilli is exact past int64: hard - used - held of quantities whose
+// MilliValue arithmetic would wrap around.
+func TestFreeMilliExact(t *testing.T) {
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.memory": resource.MustParse("1Ki")}},
+		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}},
+	}
+	held, _ := reservedFor(q, []Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(&render.JobView{ReplicatedJobs: []render.ReplicatedJobView{{
+		Name: "node", Pods: 2, PerPod: render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse("8Pi")}},
+	}}}, []corev1.ResourceQuota{*q})}})
+	got, ok := freeMilli(q, "requests.memory", held)
+	want := new(big.Int).Sub(big.NewInt(1024000), big.NewInt(math.MaxInt64))
+	want.Sub(want, new(big.Int).Mul(big.NewInt(2*9007199254740992), big.NewInt(1000)))
+	if !ok || got.Cmp(want) != 0 {
+		t.Errorf("free = %s, %v; want %s, true", got, ok, want)
+	}
+	if got, ok := freeMilli(q, "requests.cpu", held); ok || got.Sign() != 0 {
+		t.Errorf("free of a resource the quota does not list = %s, %v; want 0, false", got, ok)
+	}
+}
+
+// The input's quantities are exact past int64, and quantities whose int64
+// milli amounts would collide (MilliValue wraps around modulo 2^64) never
+// share a cached term.
+func TestQuantityTermsPastInt64(t *testing.T) {
+	sixteenPi := resource.MustParse("16Pi")
+	// 16Pi + 2^64 milli: the same MilliValue and format as 16Pi.
+	wrapped := resource.MustParse("36461142583191535616m")
+	wrapped.Format = resource.BinarySI
+	if sixteenPi.MilliValue() != wrapped.MilliValue() {
+		t.Fatalf("the amounts do not collide as int64 milli: %d, %d", sixteenPi.MilliValue(), wrapped.MilliValue())
+	}
+	for _, q := range []resource.Quantity{sixteenPi, wrapped} {
+		for _, list := range []*ast.Term{
+			resourcesTerm(corev1.ResourceList{"memory": q}),
+			chargeTerm(&render.Charge{Requests: corev1.ResourceList{"memory": q}}).Get(ast.StringTerm("requests")),
+		} {
+			got, err := ast.JSON(list.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{"memory": map[string]any{
+				"milli":   mustJSON(t, quota.Milli(q).String()),
+				"value":   mustJSON(t, unitsTerm(quota.Milli(q)).String()),
+				"display": q.String(),
+			}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", q.String(), diff)
+			}
+		}
+	}
+	if got := quantityTerm(sixteenPi).Get(ast.StringTerm("value")).String(); got != "18014398509481984" {
+		t.Errorf("16Pi value = %s, want 18014398509481984", got)
+	}
+}
+
+func TestUnitsTerm(t *testing.T) {
+	for milli, want := range map[string]string{
+		"0": "0", "4000": "4", "1500": "1.5", "1": "0.001", "-1500": "-1.5", "-500": "-0.5", "10": "0.01",
+		"18014398509481984000":                  "18014398509481984",
+		"36461142583191535616":                  "36461142583191535.616",
+		"1000000000000000000000000000000000001": "1000000000000000000000000000000000.001",
+	} {
+		m, _ := new(big.Int).SetString(milli, 10)
+		if got := unitsTerm(m).String(); got != want {
+			t.Errorf("unitsTerm(%s) = %s, want %s", milli, got, want)
+		}
+	}
+}
+
+// displayMilli, which Go uses for the amounts it supplies, shows amounts as
+// the policies' lib.display does, at any size, and as kubectl shows
+// canonical binary quantities.
+func TestDisplayMilliAgreesWithRegoAndKubectl(t *testing.T) {
+	src, err := policies.FS.ReadFile("lib/quantity.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pow2 := func(n uint, k int64) *big.Int { return new(big.Int).Lsh(big.NewInt(k), n) }
+	milli := func(n *big.Int) *big.Int { return new(big.Int).Mul(n, big.NewInt(1000)) }
+	amounts := []*big.Int{
+		big.NewInt(0), big.NewInt(-2000), big.NewInt(1), big.NewInt(1500), big.NewInt(4000), big.NewInt(1000000),
+		milli(big.NewInt(1000)), milli(big.NewInt(1023)), milli(big.NewInt(1024)), milli(big.NewInt(1000000000)),
+		milli(pow2(30, 16)), milli(pow2(20, 7936)), milli(pow2(40, 4*5000)), milli(pow2(50, 16)),
+		milli(new(big.Int).Add(pow2(50, 16), pow2(30, 1))), milli(pow2(60, 5000)), milli(pow2(70, 1)),
+		milli(new(big.Int).Add(pow2(64, 1), big.NewInt(1))), new(big.Int).Add(milli(pow2(64, 1)), big.NewInt(1)),
+	}
+	ctx := context.Background()
+	for _, res := range []string{"memory", "hugepages-2Mi", "cpu", "nvidia.com/gpu", ""} {
+		for _, m := range amounts {
+			want := displayMilli(res, m)
+			rs, err := rego.New(rego.Query(fmt.Sprintf("x := data.mpiguard.lib.display(%q, %s)", res, m)), rego.Module("quantity.rego", string(src))).Eval(ctx)
+			if err != nil {
+				t.Fatalf("lib.display(%q, %s): %v", res, m, err)
+			}
+			if len(rs) != 1 || rs[0].Bindings["x"] != want {
+				t.Errorf("lib.display(%q, %s) = %v, displayMilli = %q", res, m, rs, want)
+			}
+		}
+	}
+	// kubectl prints whole binary amounts of 1024 bytes or more the same way,
+	// up to 1024Ei (past it, with no larger suffix, apimachinery prints 2^70
+	// bytes as "1"; displayMilli prints 1024Ei).
+	for _, m := range amounts {
+		units := new(big.Int).Quo(m, big.NewInt(1000))
+		if m.Sign() <= 0 || m.Cmp(milli(units)) != 0 || units.Cmp(big.NewInt(1024)) < 0 || units.Cmp(pow2(70, 1)) >= 0 {
+			continue
+		}
+		q := resource.NewDecimalQuantity(*inf.NewDecBig(units, 0), resource.BinarySI)
+		if got := displayMilli("memory", m); got != q.String() {
+			t.Errorf("displayMilli(memory, %s) = %q, kubectl prints %q", m, got, q.String())
+		}
+	}
+}
