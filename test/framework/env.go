@@ -10,8 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,22 +44,33 @@ type Options struct {
 	// EnableHTTP2 lets the webhook server negotiate HTTP/2 (mpiguard serve
 	// --enable-http2); off, as shipped.
 	EnableHTTP2 bool
+	// Replicas runs the shipped topology when above 1: that many managers,
+	// each with leader election on (Lease in the policy namespace), its own
+	// webhook port and decision log (decisions-N.jsonl in LogDir), behind a
+	// Proxy on envtest's webhook address that spreads connections round-robin.
+	// 0 or 1: one manager on that address, no leader election. Setup runs on
+	// every replica.
+	Replicas int
 }
 
 // Env is a running integration environment.
 type Env struct {
-	Config  *rest.Config
-	Client  client.Client
+	Config *rest.Config
+	Client client.Client
+	// Manager is replica 0's manager: the only one unless Options.Replicas > 1.
 	Manager ctrl.Manager
+	// Replicas are the running mpiguard managers, one unless Options.Replicas > 1.
+	Replicas []*Replica
+	// Proxy is the webhook endpoint in front of the replicas when
+	// Options.Replicas > 1; nil otherwise (the one manager serves it itself).
+	Proxy   *Proxy
 	Testenv *envtest.Environment
 	// LogDir holds the apiserver's and etcd's logs; kept when a test failed.
 	LogDir string
 	// PolicyNamespace is mpiguard's own namespace (policy ConfigMaps live there).
 	PolicyNamespace string
 
-	cancel  context.CancelFunc
-	mgrDone chan error
-	logs    []*os.File
+	logs []*os.File
 }
 
 // Start brings up the control plane and, unless NoManager, mpiguard itself.
@@ -103,7 +117,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.NoManager {
 		return e, nil
 	}
-	if err := e.startManager(ctx, opts); err != nil {
+	if err := e.startManagers(ctx, opts); err != nil {
 		_ = e.Stop(false)
 		return nil, err
 	}
@@ -126,87 +140,67 @@ func crdDirectories(extra []string) ([]string, error) {
 	return append(dirs, extra...), nil
 }
 
-func (e *Env) startManager(ctx context.Context, opts Options) error {
-	wh := e.Testenv.WebhookInstallOptions
-	so := app.DefaultServeOptions()
-	so.WebhookHost, so.WebhookPort, so.CertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
-	so.MetricsAddr, so.ProbeAddr = "0", "0"
-	so.EnableHTTP2 = opts.EnableHTTP2
-	so.GracefulShutdownTime = 10 * time.Second
-	mgr, err := app.NewManager(e.Config, so)
-	if err != nil {
-		return err
-	}
+// startManagers starts mpiguard: one manager on envtest's webhook address, or,
+// with Options.Replicas > 1, as many managers behind a Proxy on that address.
+func (e *Env) startManagers(ctx context.Context, opts Options) error {
 	components := app.DefaultOptions()
 	if opts.Components != nil {
 		components = *opts.Components
 	}
-	if components.Policies.DecisionLog == "stdout" {
-		// Keep test output readable: decisions go next to the control plane's logs.
-		components.Policies.DecisionLog = filepath.Join(e.LogDir, "decisions.jsonl")
-	}
-	// mpiguard's own namespace holds the policy ConfigMaps.
+	// mpiguard's own namespace holds the policy ConfigMaps (and the replicas' lease).
 	own := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: components.Policies.Namespace}}
 	if err := e.Client.Create(ctx, own); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating mpiguard's namespace: %w", err)
 	}
 	e.PolicyNamespace = own.Name
-	mctx, cancel := context.WithCancel(ctx)
-	e.cancel = cancel
-	if err := app.Setup(mctx, mgr, components); err != nil {
-		return fmt.Errorf("app.Setup: %w", err)
-	}
-	if opts.Setup != nil {
-		if err := opts.Setup(mctx, mgr); err != nil {
-			return fmt.Errorf("extra setup: %w", err)
+	wh := e.Testenv.WebhookInstallOptions
+	if opts.Replicas <= 1 {
+		r, err := e.startReplica(ctx, opts, components, replicaConfig{host: wh.LocalServingHost, port: wh.LocalServingPort, decisionLog: "decisions.jsonl"})
+		if err != nil {
+			return err
+		}
+		e.Replicas = []*Replica{r}
+	} else {
+		ports, err := freeLoopbackPorts(wh.LocalServingHost, opts.Replicas, wh.LocalServingPort)
+		if err != nil {
+			return fmt.Errorf("finding ports for the replicas: %w", err)
+		}
+		backends := make([]string, len(ports))
+		for i, port := range ports {
+			backends[i] = net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(port))
+		}
+		// Up before the managers: the leader's first reconciles already call webhooks.
+		if e.Proxy, err = StartProxy(net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort)), backends); err != nil {
+			return err
+		}
+		for i, port := range ports {
+			r, err := e.startReplica(ctx, opts, components, replicaConfig{
+				index: i, host: wh.LocalServingHost, port: port,
+				decisionLog: fmt.Sprintf("decisions-%d.jsonl", i), leaderElect: true,
+			})
+			if err != nil {
+				return err
+			}
+			e.Replicas = append(e.Replicas, r)
 		}
 	}
-	e.Manager = mgr
-	e.mgrDone = make(chan error, 1)
-	go func() { e.mgrDone <- mgr.Start(mctx) }()
-	return e.waitReady(ctx)
-}
-
-// waitReady returns once the webhook server answers TLS and the cache synced,
-// so the first request of a test does not race the manager's start.
-func (e *Env) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(60 * time.Second)
-	checker := e.Manager.GetWebhookServer().StartedChecker()
-	for {
-		select {
-		case err := <-e.mgrDone:
-			return fmt.Errorf("manager stopped while starting: %w", err)
-		default:
+	e.Manager = e.Replicas[0].Manager
+	for _, r := range e.Replicas {
+		if err := r.waitReady(ctx); err != nil {
+			return err
 		}
-		if checker(nil) == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("webhook server did not start within 60s")
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	syncCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if !e.Manager.GetCache().WaitForCacheSync(syncCtx) {
-		return errors.New("manager cache did not sync within 60s")
-	}
-	return nil
+	return waitLeader(ctx, e.Replicas)
 }
 
 // Stop stops mpiguard and the control plane. keepLogs keeps the control plane's
 // logs (pass true when a test failed); otherwise they are removed.
 func (e *Env) Stop(keepLogs bool) error {
 	var errs []error
-	if e.cancel != nil {
-		e.cancel()
-		select {
-		case err := <-e.mgrDone:
-			if err != nil {
-				errs = append(errs, fmt.Errorf("manager: %w", err))
-			}
-		case <-time.After(30 * time.Second):
-			errs = append(errs, errors.New("manager did not stop within 30s"))
+	errs = append(errs, e.stopReplicas()...)
+	if e.Proxy != nil {
+		if err := e.Proxy.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("proxy: %w", err))
 		}
 	}
 	if e.Testenv != nil {
@@ -221,6 +215,18 @@ func (e *Env) Stop(keepLogs bool) error {
 		_ = os.RemoveAll(e.LogDir)
 	}
 	return errors.Join(errs...)
+}
+
+// stopReplicas stops every replica at once (each may take its graceful
+// shutdown time) and returns their errors.
+func (e *Env) stopReplicas() []error {
+	errs := make([]error, len(e.Replicas))
+	var wg sync.WaitGroup
+	for i, r := range e.Replicas {
+		wg.Go(func() { errs[i] = r.Stop() })
+	}
+	wg.Wait()
+	return errs
 }
 
 // NewNamespace creates a namespace with a generated name and the given labels.
