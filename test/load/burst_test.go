@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +44,14 @@ const (
 func BenchmarkBurstCreate(b *testing.B) {
 	ctx := context.Background()
 	ctrl.SetLogger(logr.Discard())
-	env, err := framework.Start(ctx, framework.Options{Name: "burst", Replicas: 2})
+	replicas := 2 // as shipped; MPIGUARD_BURST_REPLICAS=1 compares one
+	if v := os.Getenv("MPIGUARD_BURST_REPLICAS"); v != "" {
+		var err error
+		if replicas, err = strconv.Atoi(v); err != nil || replicas < 1 {
+			b.Fatalf("MPIGUARD_BURST_REPLICAS=%q: want a number of replicas", v)
+		}
+	}
+	env, err := framework.Start(ctx, framework.Options{Name: "burst", Replicas: replicas})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,8 +71,8 @@ func BenchmarkBurstCreate(b *testing.B) {
 			b.Fatalf("baseline: %d errors (first: %v)", len(others), others[0])
 		}
 		admitted, denied, others, withMPIGuard := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), ""), rt.Name)
-		b.Logf("burst of %d creates, %d fit: with mpiguard (2 replicas) p50 %v p99 %v; baseline p50 %v p99 %v",
-			burstJobs, burstFit, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
+		b.Logf("burst of %d creates, %d fit: with mpiguard (%d replicas) p50 %v p99 %v; baseline p50 %v p99 %v",
+			burstJobs, burstFit, replicas, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
 		if admitted != burstFit || denied != burstJobs-burstFit || len(others) > 0 {
 			b.Fatalf("with mpiguard: %d admitted, %d denied by aggregate-quota, %d other errors (first: %v); want exactly %d admitted",
 				admitted, denied, len(others), first(others), burstFit)

@@ -227,9 +227,9 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceCont
 	if err := v.cluster.reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, nil, fmt.Errorf("listing the pods of %q: %w", ns, err)
 	}
-	var quotas corev1.ResourceQuotaList
-	if err := v.cluster.live.List(ctx, &quotas, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing the ResourceQuotas of %q: %w", ns, err)
+	quotas, err := v.liveQuotas(ctx, ns)
+	if err != nil {
+		return nil, nil, err
 	}
 	existing := reservations.ExistingPods(pods.Items)
 	holders := reservations.Holders(res, existing)
@@ -250,11 +250,39 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceCont
 			}
 			return nil, nil, fmt.Errorf("rendering TrainJob %s, which holds quota in %q: %w", other.Name, ns, err)
 		}
-		if parts := quota.Missing(quota.PartsOf(view, quotas.Items), existing[other.Name]); len(parts) > 0 {
+		if parts := quota.Missing(quota.PartsOf(view, quotas), existing[other.Name]); len(parts) > 0 {
 			holders = append(holders, engine.Reservation{TrainJob: ns + "/" + other.Name, Parts: parts})
 		}
 	}
-	return quotas.Items, holders, nil
+	return quotas, holders, nil
+}
+
+// liveQuotas reads the namespace's ResourceQuotas with their status.used as
+// the apiserver holds it now: the cache names them, and each is read with a
+// GET, which the apiserver serves from etcd. A LIST would be served from the
+// apiserver's watch cache once it has caught up with etcd, which costs a
+// consistent read up to the apiserver's progress-request period (100 ms) on
+// every decision: measured, it made every create through mpiguard take
+// 100 ms instead of 10 ms. A quota created since the cache last heard is
+// missed, as it was when quotas were read from the cache alone.
+func (v Validator) liveQuotas(ctx context.Context, ns string) ([]corev1.ResourceQuota, error) {
+	var cached corev1.ResourceQuotaList
+	if err := v.cluster.reader.List(ctx, &cached, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing the ResourceQuotas of %q: %w", ns, err)
+	}
+	out := make([]corev1.ResourceQuota, 0, len(cached.Items))
+	for i := range cached.Items {
+		var q corev1.ResourceQuota
+		err := v.cluster.live.Get(ctx, client.ObjectKeyFromObject(&cached.Items[i]), &q)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue // deleted since
+		case err != nil:
+			return nil, fmt.Errorf("reading ResourceQuota %s/%s: %w", ns, cached.Items[i].Name, err)
+		}
+		out = append(out, q)
+	}
+	return out, nil
 }
 
 // entry is the reservation of an allowed request.

@@ -3,9 +3,12 @@ package replicas
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
@@ -25,8 +28,26 @@ func failoverSpecs() {
 		}
 		Expect(stopped).NotTo(BeNil(), "no replica leads")
 		Expect(survivor).NotTo(BeNil(), "every replica leads")
+
+		// A reservation whose TrainJob never appears, as a replica that died
+		// between its decision and the create leaves one: the apiserver's own
+		// quota admission (after the webhooks) refuses the TrainJob object.
+		orphan := env.Namespace(ctx, nil)
+		gpuRT := createRuntime(ctx, gpuWorkers("orphan-"+orphan, "4"))
+		createQuota(ctx, fixtures.ResourceQuota(orphan, "team-a", "requests.nvidia.com/gpu", "8"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		createQuota(ctx, fixtures.ResourceQuota(orphan, "no-trainjobs", "count/trainjobs.trainer.kubeflow.org", "0"), fixtures.ResourceList("count/trainjobs.trainer.kubeflow.org", "0"))
+		Expect(env.Client.Create(ctx, fixtures.TrainJob(orphan, "never", gpuRT.Name).NumNodes(2).NumProcPerNode(4).Obj())).
+			To(MatchError(ContainSubstring("no-trainjobs")))
+		Expect(reservedJobs(ctx, orphan)).To(Equal([]string{"never"}))
+
 		Expect(stopped.Stop()).To(Succeed())
 		Eventually(survivor.IsLeader).Should(BeTrue(), "the surviving replica never took the lease")
+		Eventually(func() []string { return reservedJobs(ctx, orphan) }).WithTimeout(reservationGrace+20*time.Second).Should(BeEmpty(),
+			"the new leader releases, after the grace, the reservation of a TrainJob that never appeared")
+		Expect(env.Client.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: orphan, Name: "no-trainjobs"}})).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Create(ctx, fixtures.TrainJob(orphan, "fits", gpuRT.Name).NumNodes(2).NumProcPerNode(4).Obj())
+		}).Should(Succeed(), "the namespace's whole quota is free again")
 
 		ns := env.Namespace(ctx, nil)
 		rt := createRuntime(ctx, fixtures.MPIRuntime("failover-"+ns))

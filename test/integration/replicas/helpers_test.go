@@ -8,8 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -86,4 +88,21 @@ func sum(counts []int) int {
 		total += c
 	}
 	return total
+}
+
+// reservedJobs lists the TrainJobs the QuotaReservation of namespace ns holds
+// quota for (none when it has no QuotaReservation).
+func reservedJobs(ctx context.Context, ns string) []string {
+	GinkgoHelper()
+	res := &quotav1alpha1.QuotaReservation{}
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, res)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, e := range res.Spec.Entries {
+		out = append(out, e.TrainJob)
+	}
+	return out
 }

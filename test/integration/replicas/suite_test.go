@@ -7,14 +7,19 @@ package replicas
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
 var env *framework.Env
+
+// reservationGrace is the suite's --reservation-grace.
+const reservationGrace = 2 * time.Second
 
 func TestReplicas(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -22,7 +27,11 @@ func TestReplicas(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "replicas", Replicas: 2})
+	components := app.DefaultOptions()
+	// A short grace, so a reservation whose TrainJob never appeared is
+	// released within a spec.
+	components.Policies.ReservationGrace = reservationGrace
+	env = framework.StartSuite(context.Background(), framework.Options{Name: "replicas", Replicas: 2, Components: &components})
 }, NodeTimeout(framework.SuiteStartTimeout))
 
 // One ordered container, since the failover spec stops a replica for good and
