@@ -16,25 +16,13 @@ import (
 // createRuntime creates a ClusterTrainingRuntime for one spec and deletes it afterwards.
 func createRuntime(ctx context.Context, b *fixtures.RuntimeBuilder) *trainer.ClusterTrainingRuntime {
 	GinkgoHelper()
-	rt := b.Cluster()
-	Expect(env.Client.Create(ctx, rt)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, rt))).To(Succeed()) })
-	return rt
+	return env.CreateClusterRuntime(ctx, b.Cluster())
 }
 
-// createQuota creates a ResourceQuota and sets its status as the quota controller
-// would (envtest runs no controller-manager): hard as in spec, used as given.
+// createQuota creates a ResourceQuota with the given status.used (see Env.CreateQuota).
 func createQuota(ctx context.Context, q *corev1.ResourceQuota, used corev1.ResourceList) {
 	GinkgoHelper()
-	Expect(env.Client.Create(ctx, q)).To(Succeed())
-	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: used}
-	Expect(env.Client.Status().Update(ctx, q)).To(Succeed())
-	// The webhook reads quotas from its cache: wait until it shows the status.
-	Eventually(func(g Gomega) {
-		var cached corev1.ResourceQuota
-		g.Expect(env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(q), &cached)).To(Succeed())
-		g.Expect(cached.Status.Used).To(HaveLen(len(used)))
-	}).Should(Succeed())
+	env.CreateQuota(ctx, q, used)
 }
 
 // denial creates job and returns the apiserver's denial message; it fails the
@@ -81,7 +69,5 @@ func podTemplatePatch(p *trainer.RuntimePatch, replicatedJob string) *trainer.Po
 
 // gpuWorkers is an MPI runtime whose Workers (node job) each have gpus GPUs and 4 CPUs.
 func gpuWorkers(name, gpus string) *fixtures.RuntimeBuilder {
-	return fixtures.MPIRuntime(name).
-		Resources("node", fixtures.ResourceList("cpu", "4", "memory", "8Gi", "nvidia.com/gpu", gpus), fixtures.ResourceList("nvidia.com/gpu", gpus)).
-		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "1Gi"), nil)
+	return fixtures.GPUWorkersRuntime(name, gpus)
 }

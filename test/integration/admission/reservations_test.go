@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,27 +19,6 @@ import (
 )
 
 var _ = Describe("quota reservations", func() {
-	// reservationOf reads the QuotaReservation of namespace ns (nil when none).
-	reservationOf := func(ctx context.Context, ns string) *quotav1alpha1.QuotaReservation {
-		GinkgoHelper()
-		res := &quotav1alpha1.QuotaReservation{}
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, res)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		Expect(err).NotTo(HaveOccurred())
-		return res
-	}
-	entryNames := func(ctx context.Context, ns string) []string {
-		var out []string
-		if res := reservationOf(ctx, ns); res != nil {
-			for _, e := range res.Spec.Entries {
-				out = append(out, e.TrainJob)
-			}
-		}
-		return out
-	}
-
 	It("admit exactly one of two concurrent resumes that together exceed the quota, in each of 10 rounds", func(ctx context.Context) {
 		for round := range 10 {
 			ns := env.Namespace(ctx, nil)
@@ -74,7 +52,7 @@ var _ = Describe("quota reservations", func() {
 			close(start)
 			wg.Wait()
 			Expect(resumed).To(HaveLen(1), "round %d: resumed %v", round, resumed)
-			Expect(entryNames(ctx, ns)).To(Equal(resumed), "round %d: the resumed job holds the quota", round)
+			Expect(env.ReservedJobs(ctx, ns)).To(Equal(resumed), "round %d: the resumed job holds the quota", round)
 		}
 	})
 
@@ -84,7 +62,7 @@ var _ = Describe("quota reservations", func() {
 		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "16"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
 		job := admitted(ctx, fixtures.TrainJob(ns, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
 
-		res := reservationOf(ctx, ns)
+		res := env.Reservation(ctx, ns)
 		Expect(res).NotTo(BeNil(), "no QuotaReservation after an admitted create")
 		Expect(res.Spec.Namespace).To(Equal(ns))
 		Expect(res.Spec.Entries).To(HaveLen(1))
@@ -110,10 +88,10 @@ var _ = Describe("quota reservations", func() {
 		// 16 - 4 used by the Worker that exists - 4 its missing Worker still needs.
 		msg := denial(ctx, fixtures.TrainJob(ns, "second", rt.Name).NumNodes(3).NumProcPerNode(4).Obj())
 		Expect(msg).To(ContainSubstring("has 8 of 16 free"))
-		Expect(entryNames(ctx, ns)).To(Equal([]string{"first"}), "a partly created job keeps its entry")
+		Expect(env.ReservedJobs(ctx, ns)).To(Equal([]string{"first"}), "a partly created job keeps its entry")
 
 		createPod(ctx, ns, "first", "node", fixtures.ResourceList("nvidia.com/gpu", "4"))
-		Eventually(func() []string { return entryNames(ctx, ns) }).Should(BeEmpty(), "every pod exists: the quota counts them, the entry goes")
+		Eventually(func() []string { return env.ReservedJobs(ctx, ns) }).Should(BeEmpty(), "every pod exists: the quota counts them, the entry goes")
 		admitted(ctx, fixtures.TrainJob(ns, "second", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
 	})
 
@@ -127,9 +105,9 @@ var _ = Describe("quota reservations", func() {
 		err := env.Client.Create(ctx, fixtures.TrainJob(ns, "refused", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("no-trainjobs"), "refused by the apiserver's quota, after mpiguard admitted it")
-		Expect(entryNames(ctx, ns)).To(Equal([]string{"refused"}), "mpiguard wrote its reservation before answering")
+		Expect(env.ReservedJobs(ctx, ns)).To(Equal([]string{"refused"}), "mpiguard wrote its reservation before answering")
 
-		Eventually(func() []string { return entryNames(ctx, ns) }).WithTimeout(reservationGrace+20e9).Should(BeEmpty(),
+		Eventually(func() []string { return env.ReservedJobs(ctx, ns) }).WithTimeout(reservationGrace+20e9).Should(BeEmpty(),
 			"the reservation of a TrainJob that never appeared is released after the grace")
 		Expect(env.Client.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-trainjobs"}})).To(Succeed())
 		Eventually(func() error {
@@ -142,7 +120,7 @@ var _ = Describe("quota reservations", func() {
 		rt := createRuntime(ctx, gpuWorkers("dry-run-"+ns, "4"))
 		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "8"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
 		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "dry", rt.Name).NumNodes(2).NumProcPerNode(4).Obj(), client.DryRunAll)).To(Succeed())
-		Expect(reservationOf(ctx, ns)).To(BeNil())
+		Expect(env.Reservation(ctx, ns)).To(BeNil())
 		admitted(ctx, fixtures.TrainJob(ns, "real", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
 	})
 })

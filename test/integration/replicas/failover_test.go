@@ -38,11 +38,11 @@ func failoverSpecs() {
 		createQuota(ctx, fixtures.ResourceQuota(orphan, "no-trainjobs", "count/trainjobs.trainer.kubeflow.org", "0"), fixtures.ResourceList("count/trainjobs.trainer.kubeflow.org", "0"))
 		Expect(env.Client.Create(ctx, fixtures.TrainJob(orphan, "never", gpuRT.Name).NumNodes(2).NumProcPerNode(4).Obj())).
 			To(MatchError(ContainSubstring("no-trainjobs")))
-		Expect(reservedJobs(ctx, orphan)).To(Equal([]string{"never"}))
+		Expect(env.ReservedJobs(ctx, orphan)).To(Equal([]string{"never"}))
 
 		Expect(stopped.Stop()).To(Succeed())
 		Eventually(survivor.IsLeader).Should(BeTrue(), "the surviving replica never took the lease")
-		Eventually(func() []string { return reservedJobs(ctx, orphan) }).WithTimeout(reservationGrace+20*time.Second).Should(BeEmpty(),
+		Eventually(func() []string { return env.ReservedJobs(ctx, orphan) }).WithTimeout(reservationGrace+20*time.Second).Should(BeEmpty(),
 			"the new leader releases, after the grace, the reservation of a TrainJob that never appeared")
 		Expect(env.Client.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: orphan, Name: "no-trainjobs"}})).To(Succeed())
 		Eventually(func() error {
