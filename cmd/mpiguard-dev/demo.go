@@ -176,6 +176,7 @@ func showReservation(ctx context.Context, env *framework.Env) error {
 		return nil
 	}
 	res.ManagedFields = nil
+	res.SetGroupVersionKind(quotav1alpha1.GroupVersion.WithKind("QuotaReservation")) // typed reads leave it empty
 	out, _ := yaml.Marshal(res)
 	say("QuotaReservation %s (kubectl get quotareservations -n %s): what admitted TrainJobs hold until their pods exist:\n%s",
 		key, env.PolicyNamespace, indent(string(out), "    "))
