@@ -115,6 +115,31 @@ var _ = Describe("quota reservations", func() {
 		}).Should(Succeed(), "the quota is whole again")
 	})
 
+	It("are exact beyond int64: thousands of Workers x Ti and Pi per Worker get the right verdict and numbers", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		memory := func(name, perWorker string) *fixtures.RuntimeBuilder {
+			return fixtures.MPIRuntime(name).
+				Resources("node", fixtures.ResourceList("cpu", "4", "memory", perWorker), nil).
+				Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "1Gi"), nil)
+		}
+		tib := createRuntime(ctx, memory("tib-workers-"+ns, "4Ti"))
+		pib := createRuntime(ctx, memory("pib-workers-"+ns, "8Pi"))
+		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.memory", "1Pi"), fixtures.ResourceList("requests.memory", "0"))
+
+		// 5000 x 4Ti + 1Gi: about 2.2e19 milli-bytes, past int64.
+		msg := denial(ctx, fixtures.TrainJob(ns, "many", tib.Name).NumNodes(5000).NumProcPerNode(1).Obj())
+		Expect(msg).To(ContainSubstring("TrainJob needs 20480001Gi memory (launcher 1Gi + 5000 workers x 4Ti)"))
+		Expect(msg).To(ContainSubstring(`has 1Pi of 1Pi free`))
+		Expect(msg).To(ContainSubstring("reduce workers to 255"))
+
+		msg = denial(ctx, fixtures.TrainJob(ns, "huge", pib.Name).NumNodes(2).NumProcPerNode(1).Obj())
+		Expect(msg).To(ContainSubstring("TrainJob needs 16777217Gi memory (launcher 1Gi + 2 workers x 8Pi)"))
+		Expect(msg).To(ContainSubstring("reduce memory per worker to 536870400Mi"))
+
+		// 255 x 4Ti + 1Gi fits in 1Pi.
+		admitted(ctx, fixtures.TrainJob(ns, "fits", tib.Name).NumNodes(255).NumProcPerNode(1).Obj())
+	})
+
 	It("decide a dry run without reserving anything", func(ctx context.Context) {
 		ns := env.Namespace(ctx, nil)
 		rt := createRuntime(ctx, gpuWorkers("dry-run-"+ns, "4"))
