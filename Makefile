@@ -25,6 +25,9 @@ CONTROLLER_GEN = $(GO) tool controller-gen
 KUSTOMIZE      = $(GO) tool kustomize
 GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
+# The engine's policy sandbox (policies/engine/capabilities.go) for the opa CLI;
+# regenerate: go test ./policies/engine -run TestCapabilitiesFile -update
+OPA_CAPABILITIES = test/tools/opa-capabilities.json
 
 UNIT_PKGS        = $$($(GO) list ./... | grep -v -e /test/integration -e /test/load)
 INTEGRATION_PKGS = ./test/integration/...
@@ -52,7 +55,7 @@ vet: ## go vet.
 lint: ## golangci-lint, gofmt check and Rego strict check.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GOLANGCI_LINT) run ./...
-	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) check --strict --v1-compatible --ignore '*.yaml' policies; fi
+	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) check --strict --v1-compatible --ignore '*.yaml' --capabilities $(OPA_CAPABILITIES) policies; fi
 
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder markers.
@@ -91,7 +94,7 @@ test: vet test-rego test-unit test-integration ## Everything: Rego tests, Go uni
 
 .PHONY: test-rego
 test-rego: ## Rego unit tests (OPA's tester) over policies/.
-	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) test --v1-compatible --ignore '*.yaml' -v policies | tail -n 3; else echo "no Rego policies yet"; fi
+	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) test --v1-compatible --ignore '*.yaml' --capabilities $(OPA_CAPABILITIES) -v policies | tail -n 3; else echo "no Rego policies yet"; fi
 
 .PHONY: test-unit
 test-unit: hydra ## Go unit tests (no apiserver).

@@ -121,9 +121,11 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 	if len(parseErrs) > 0 {
 		return nil, &CompileError{Errors: sortErrors(parseErrs)}
 	}
-	c := ast.NewCompiler()
+	// The sandbox (capabilities.go): a call to a builtin it refuses is a
+	// compile error at the call, like a call to a function that does not exist.
+	c := ast.NewCompiler().WithCapabilities(Capabilities())
 	if c.Compile(modules); c.Failed() {
-		return nil, &CompileError{Errors: sortErrors(c.Errors)}
+		return nil, &CompileError{Errors: sortErrors(sandboxErrors(c.Errors))}
 	}
 
 	known := map[string]bool{}

@@ -33,6 +33,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Now is the clock of the decision log; time.Now when nil.
 	Now func() time.Time
+	// EvalTimeout bounds each evaluation (Decide, Mutations): a policy still
+	// running past it is stopped and the call fails with a *DeadlineError.
+	// DefaultEvalTimeout when zero.
+	EvalTimeout time.Duration
 }
 
 // Engine evaluates the policies of a compiled policy set. It is safe for
@@ -42,6 +46,8 @@ type Engine struct {
 	log     *decisionLog
 	metrics *metrics
 	now     func() time.Time
+	// evalTimeout is Options.EvalTimeout, defaulted.
+	evalTimeout time.Duration
 
 	loadMu  sync.Mutex
 	lastErr error
@@ -49,9 +55,12 @@ type Engine struct {
 
 // New compiles set and returns an engine serving it.
 func New(ctx context.Context, set PolicySet, opts Options) (*Engine, error) {
-	e := &Engine{log: newDecisionLog(opts.DecisionLog), metrics: newMetrics(), now: opts.Now}
+	e := &Engine{log: newDecisionLog(opts.DecisionLog), metrics: newMetrics(), now: opts.Now, evalTimeout: opts.EvalTimeout}
 	if e.now == nil {
 		e.now = time.Now
+	}
+	if e.evalTimeout <= 0 {
+		e.evalTimeout = DefaultEvalTimeout
 	}
 	if opts.Registerer != nil {
 		if err := e.metrics.register(opts.Registerer); err != nil {
@@ -147,22 +156,38 @@ func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (
 	if req.MutationOnly {
 		q = &set.mutate
 	}
+	// The deadline covers the static rules too: they are policy code.
+	ctx, cancelCtx := context.WithTimeoutCause(ctx, e.evalTimeout, errEvalDeadline)
+	defer cancelCtx()
 	ns := namespaceTerm(req.Namespace, req.TrainJob.Namespace)
-	vc := newVirtualCache()
-	set.static.valuesFor(ctx, ns).prime(vc)
+	watch := &policyWatch{virtualCache: newVirtualCache()}
+	set.static.valuesFor(ctx, ns).prime(watch.virtualCache)
+	if pastDeadline(ctx) {
+		// The rules that depend only on the parameters and the namespace
+		// used up the deadline; the engine cannot tell whose they are.
+		watch.release()
+		return nil, &DeadlineError{PolicySet: set.version, Deadline: e.evalTimeout}
+	}
 	// OPA starts a goroutine per evaluation to watch ctx unless given a
-	// Cancel; context.AfterFunc cancels it the same way without one.
+	// Cancel; context.AfterFunc cancels it the same way without one. OPA
+	// checks the Cancel before every expression and inside the builtins that
+	// loop (numbers.range, net.cidr_expand, ...), so a policy stops promptly.
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	rs, err := q.pq.Eval(ctx,
 		rego.EvalParsedInput(buildInput(req, set.params, ns)),
-		rego.EvalVirtualCache(vc),
+		rego.EvalVirtualCache(watch),
 		rego.EvalExternalCancel(cancel),
 		rego.EvalMetrics(noMetrics), // nothing reads OPA's per-evaluation timers
 	)
 	stop()
-	vc.release() // the results are Go values: nothing refers to the cache's terms
-	if err != nil {
+	watch.release() // the results are Go values: nothing refers to the cache's terms
+	switch {
+	case err != nil && pastDeadline(ctx):
+		return nil, &DeadlineError{PolicySet: set.version, Policy: watch.policy(), Deadline: e.evalTimeout}
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("evaluating policy set %s: stopped, the request ended (%v): %w", set.version, context.Cause(ctx), err)
+	case err != nil:
 		return nil, fmt.Errorf("evaluating policy set %s: %w", set.version, err)
 	}
 	if len(rs) != 1 {

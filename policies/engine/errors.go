@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -37,4 +38,23 @@ func asErrors(err error) ast.Errors {
 		return ast.Errors{one}
 	}
 	return ast.Errors{ast.NewError(ast.CompileErr, nil, "%s", err.Error())}
+}
+
+// DeadlineError is an evaluation that ran past the engine's evaluation
+// deadline (Options.EvalTimeout) and was stopped: the request could not be
+// decided and must be rejected, like any evaluation error.
+type DeadlineError struct {
+	PolicySet string
+	// Policy is the policy OPA was evaluating when the deadline passed; empty
+	// when the engine cannot tell (e.g. a rule that depends only on the
+	// parameters and the namespace, which the engine evaluates first).
+	Policy   string
+	Deadline time.Duration
+}
+
+func (e *DeadlineError) Error() string {
+	if e.Policy != "" {
+		return fmt.Sprintf("policy %s (policy set %s) exceeded its evaluation deadline of %s and was stopped", e.Policy, e.PolicySet, e.Deadline)
+	}
+	return fmt.Sprintf("policy set %s exceeded its evaluation deadline of %s and was stopped", e.PolicySet, e.Deadline)
 }

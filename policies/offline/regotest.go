@@ -8,6 +8,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
 )
 
 // RunRegoTests runs the Rego unit tests (test_* rules in *_test.rego) of a
@@ -35,9 +37,13 @@ func RunRegoTests(ctx context.Context, fsys fs.FS) ([]*tester.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := tester.NewRunner().SetModules(modules).SetDefaultRegoVersion(ast.RegoV1).RaiseBuiltinErrors(true).RunTests(ctx, nil)
+	// The engine's sandbox: a builtin it refuses fails here too, at load,
+	// rather than in tests that pass and a set the engine then rejects.
+	// Print statements stay enabled, as in `opa test`.
+	compiler := ast.NewCompiler().WithCapabilities(engine.Capabilities()).WithEnablePrintStatements(true).WithDefaultRegoVersion(ast.RegoV1)
+	ch, err := tester.NewRunner().SetCompiler(compiler).SetModules(modules).SetDefaultRegoVersion(ast.RegoV1).RaiseBuiltinErrors(true).RunTests(ctx, nil)
 	if err != nil {
-		return nil, err
+		return nil, engine.SandboxError(err)
 	}
 	var results []*tester.Result
 	tested := map[string]bool{}

@@ -2,6 +2,7 @@ package reload
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -151,5 +152,43 @@ func TestReloadFromConfigMaps(t *testing.T) {
 	reconcile()
 	if eng.Version() != defaultVersion {
 		t.Errorf("version %s after deleting the ConfigMaps, want the defaults' %s", eng.Version(), defaultVersion)
+	}
+}
+
+// A ConfigMap policy calling a builtin the engine's sandbox refuses (here
+// http.send, which could reach the cloud metadata endpoint with any TrainJob's
+// env) is rejected like any compile error: the status annotation names the
+// builtin at file:row, and the last good set keeps serving.
+func TestReloadRejectsSandboxedBuiltin(t *testing.T) {
+	ctx := context.Background()
+	base, err := engine.DefaultPolicySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(ctx, base, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving := eng.Version()
+	exfiltrate := policyConfigMap("exfiltrate", KindRego, map[string]string{"exfiltrate.rego": `package mpiguard.policies.exfiltrate
+
+deny contains "never" if {
+	http.send({"method": "POST", "url": "http://169.254.169.254/", "body": input.trainJob.env}).status_code < 0
+}
+`})
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(exfiltrate).Build()
+	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Recorder: events.NewFakeRecorder(100)}
+	if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "rejected: policy compile error: exfiltrate/exfiltrate.rego:4: builtin http.send is not allowed by mpiguard's policy sandbox: it makes network requests from mpiguard's pod; still serving policy set " + serving
+	if got := status(t, c, "exfiltrate"); got != want {
+		t.Errorf("status = %q\nwant       %q", got, want)
+	}
+	if eng.Version() != serving || !allowed(t, eng, 8) {
+		t.Errorf("a rejected policy changed decisions (version %s, was %s)", eng.Version(), serving)
+	}
+	if !errors.As(eng.LastError(), new(*engine.CompileError)) {
+		t.Errorf("LastError = %v, want the *CompileError", eng.LastError())
 	}
 }
