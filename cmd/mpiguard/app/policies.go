@@ -29,6 +29,9 @@ type PolicyOptions struct {
 	ReservationGrace time.Duration
 	// Namespace holds the policy ConfigMaps (mpiguard's own namespace).
 	Namespace string
+	// EvalTimeout bounds one evaluation of the policy set; past it the
+	// request fails closed, naming the policy that ran too long.
+	EvalTimeout time.Duration
 }
 
 // DefaultPolicyOptions logs decisions to stdout.
@@ -37,13 +40,14 @@ func DefaultPolicyOptions() PolicyOptions {
 	if ns == "" {
 		ns = "mpiguard-system"
 	}
-	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns}
+	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout}
 }
 
 // AddFlags binds policy flags.
 func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
 	fs.StringVar(&o.Namespace, "policy-namespace", o.Namespace, "Namespace of the policy ConfigMaps (labels mpiguard.io/policy=rego|parameters); default: $POD_NAMESPACE.")
+	fs.DurationVar(&o.EvalTimeout, "policy-eval-timeout", o.EvalTimeout, "Deadline of one evaluation of the policy set; a policy that runs past it fails the request closed.")
 	fs.DurationVar(&o.ReservationGrace, "reservation-grace", o.ReservationGrace, "How long an admitted TrainJob's quota reservation holds before the TrainJob must exist; after it, a reservation whose job never appeared is released.")
 }
 
@@ -74,7 +78,7 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error
 	if err != nil {
 		return fmt.Errorf("reading the embedded policies: %w", err)
 	}
-	eng, err := engine.New(ctx, base, engine.Options{DecisionLog: log, Registerer: metrics.Registry})
+	eng, err := engine.New(ctx, base, engine.Options{DecisionLog: log, Registerer: metrics.Registry, EvalTimeout: o.EvalTimeout})
 	if err != nil {
 		return fmt.Errorf("loading the embedded policies: %w", err)
 	}
