@@ -33,6 +33,10 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
 
+	// `make run | tee run.log` and Ctrl-C: tee dies of it too, and the next
+	// line printed meets a closed pipe. Ignored, SIGPIPE cannot kill us before
+	// the cleanup; the write fails with EPIPE instead and is dropped.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *kubeconfig, !*noDemo); err != nil {

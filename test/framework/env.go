@@ -71,6 +71,11 @@ type Env struct {
 	PolicyNamespace string
 
 	logs []*os.File
+	// runDir holds the control plane's shims and files (parentdeath.go).
+	runDir string
+	// releaseThread gives back the thread that started the control plane
+	// (parentdeath.go).
+	releaseThread func()
 }
 
 // Start brings up the control plane and, unless NoManager, mpiguard itself.
@@ -88,6 +93,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	} else if len(killed) > 0 {
 		fmt.Fprintf(os.Stderr, "killed %d kube-apiserver/etcd processes orphaned by an earlier test run (pids %v)\n", len(killed), killed)
 	}
+	removeStaleRunDirs()
 	e := &Env{}
 	if e.LogDir, err = newLogDir(opts.Name); err != nil {
 		return nil, err
@@ -105,7 +111,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := e.wireLogs(); err != nil {
 		return nil, err
 	}
-	if e.Config, err = e.Testenv.Start(); err != nil {
+	if err := e.startControlPlane(); err != nil {
 		e.closeLogs()
 		return nil, fmt.Errorf("starting kube-apiserver and etcd (logs in %s): %w", e.LogDir, err)
 	}
@@ -193,6 +199,49 @@ func (e *Env) startManagers(ctx context.Context, opts Options) error {
 	return waitLeader(ctx, e.Replicas)
 }
 
+// startControlPlane starts kube-apiserver and etcd through their shims, from
+// a thread kept for them, so that they die with this process, and with their
+// files in a run folder (parentdeath.go). If it fails, whatever it started is
+// stopped.
+func (e *Env) startControlPlane() error {
+	var err error
+	if e.runDir, err = newRunDir(e.Testenv.BinaryAssetsDirectory); err != nil {
+		return fmt.Errorf("making the control plane's run folder: %w", err)
+	}
+	cp := &e.Testenv.ControlPlane
+	if cp.Etcd == nil {
+		cp.Etcd = &envtest.Etcd{}
+	}
+	api := cp.GetAPIServer()
+	if api.Path, cp.Etcd.Path, err = controlPlaneShims(e.runDir); err != nil {
+		e.releaseControlPlane()
+		return err
+	}
+	api.CertDir, cp.Etcd.DataDir = filepath.Join(e.runDir, "apiserver-certs"), filepath.Join(e.runDir, "etcd-data")
+	e.releaseThread, err = startOnOwnThread(func() error {
+		var err error
+		e.Config, err = e.Testenv.Start()
+		return err
+	})
+	if err != nil {
+		_ = e.Testenv.Stop()
+		e.releaseControlPlane()
+	}
+	return err
+}
+
+// releaseControlPlane, once the control plane is stopped, gives back the
+// thread that started it and removes its run folder.
+func (e *Env) releaseControlPlane() {
+	if e.releaseThread != nil {
+		e.releaseThread()
+	}
+	if e.runDir != "" {
+		_ = os.RemoveAll(e.runDir)
+		e.runDir = ""
+	}
+}
+
 // Stop stops mpiguard and the control plane. keepLogs keeps the control plane's
 // logs (pass true when a test failed); otherwise they are removed.
 func (e *Env) Stop(keepLogs bool) error {
@@ -208,6 +257,7 @@ func (e *Env) Stop(keepLogs bool) error {
 			errs = append(errs, fmt.Errorf("control plane: %w", err))
 		}
 	}
+	e.releaseControlPlane()
 	e.closeLogs()
 	if keepLogs {
 		fmt.Fprintf(os.Stderr, "control plane logs kept in %s\n", e.LogDir)

@@ -15,10 +15,12 @@ import (
 // plane's binaries) and whose parent is gone, so they were re-parented to
 // PID 1. They are left when `go test -timeout` ends a suite: the test binary
 // exits at once, no cleanup runs, and envtest starts them in process groups of
-// their own. A running suite's or `make run`'s control plane still has its
-// parent and is left alone. It returns the PIDs it killed; processes it may
-// not inspect are skipped (Linux only: elsewhere /proc does not exist and
-// nothing is done).
+// their own. Now that the control plane carries a parent-death signal
+// (parentdeath.go) that no longer happens on Linux: this stays as a backstop,
+// for control planes left by older runs. A running suite's or `make run`'s
+// control plane still has its parent and is left alone. It returns the PIDs
+// it killed; processes it may not inspect are skipped (Linux only: elsewhere
+// /proc does not exist and nothing is done).
 func reapOrphanedControlPlanes(dir string) ([]int, error) {
 	dir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
