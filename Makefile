@@ -32,6 +32,26 @@ OPA_CAPABILITIES = test/tools/opa-capabilities.json
 UNIT_PKGS        = $$($(GO) list ./... | grep -v -e /test/integration -e /test/load)
 INTEGRATION_PKGS = ./test/integration/...
 
+# Fuzz targets (package:FuzzName), run one after another: go test -fuzz takes
+# one target per run, and the machine has 2 cores. docs/reliability.md says
+# what each checks and records the runs.
+FUZZTIME         ?= 60s
+# Each input that finds new coverage is minimized for at most this long; at
+# go's default (60s) a 60-second run of the slower targets spent nearly all of
+# it minimizing instead of fuzzing.
+FUZZMINIMIZETIME ?= 1s
+FUZZ_TARGETS = \
+  webhooks/trainjob:FuzzReviewServer \
+  webhooks/trainjob:FuzzDecodeTrainJob \
+  policies/render:FuzzRender \
+  policies/render:FuzzRenderKnobs \
+  policies/engine:FuzzDecide \
+  policies/engine:FuzzDecideRandomRequest \
+  policies/engine:FuzzParseParameters \
+  runtimes/constraints:FuzzParseConstraints \
+  policies/offline:FuzzReadDocuments \
+  policies/offline:FuzzCheck
+
 ##@ General
 
 .PHONY: help
@@ -112,6 +132,15 @@ hydra: ## Install MPICH's Hydra (Debian's mpich): the Hydra runtimes' launcher t
 .PHONY: test-integration
 test-integration: controlplane ## envtest integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(INTEGRATION_PKGS) $(GINKGO_ARGS)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (60s) each, one after another; a failing input lands in the package's testdata/fuzz/.
+	@failed=; for t in $(FUZZ_TARGETS); do \
+	  pkg=./$${t%%:*}; name=$${t##*:}; \
+	  echo "== $$name ($$pkg, $(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || failed="$$failed $$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
 
 .PHONY: bench
 bench: bench-go bench-webhook ## All benchmarks: Go micro-benchmarks and the webhook load test (results: docs/performance.md).

@@ -7,6 +7,7 @@ import (
 	json "github.com/goccy/go-json"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // decodeTrainJob reads a TrainJob from an AdmissionReview, as
@@ -26,10 +27,23 @@ func decodeTrainJob(raw runtime.RawExtension, into *trainer.TrainJob) error {
 		return err
 	}
 	want := trainer.GroupVersion.WithKind(trainer.TrainJobKind)
-	// As the scheme decoder does, an object that does not say what it is is
-	// taken for the type asked for.
-	if gvk := into.GroupVersionKind(); !gvk.Empty() && gvk != want {
+	if gvk := withDefaults(into.GroupVersionKind(), want); gvk != want {
 		return fmt.Errorf("the object is a %s, not a %s", gvk, want)
 	}
 	return nil
+}
+
+// withDefaults fills in what the object does not say from the type asked
+// for, as the scheme decoder does (apimachinery's gvkWithDefaults): a missing
+// kind, a missing apiVersion, or a missing version of the same group. Without
+// it, {"kind":"TrainJob"} was refused where the scheme decoder reads it
+// (found by FuzzDecodeTrainJob).
+func withDefaults(gvk, want schema.GroupVersionKind) schema.GroupVersionKind {
+	if gvk.Kind == "" {
+		gvk.Kind = want.Kind
+	}
+	if gvk.Version == "" && (gvk.Group == "" || gvk.Group == want.Group) {
+		gvk.Group, gvk.Version = want.Group, want.Version
+	}
+	return gvk
 }
