@@ -12,8 +12,11 @@ import (
 // Options.EvalTimeout is zero. A decision takes well under a millisecond; the
 // webhooks' timeoutSeconds is 5 s (10 s for one), so a looping policy fails
 // its request with an error that names it instead of every admission call
-// timing out at the apiserver with no reason given.
-const DefaultEvalTimeout = time.Second
+// timing out at the apiserver with no reason given. It is wall-clock time, so
+// it leaves room for a machine whose CPU is shared by many concurrent
+// requests: at 1 s, a unit test of concurrent decisions on a loaded 2-core CI
+// machine ran past it.
+const DefaultEvalTimeout = 3 * time.Second
 
 // errEvalDeadline is the cause of an evaluation context that reached the
 // engine's deadline, to tell it from the caller's own cancellation (the

@@ -26,8 +26,13 @@ func decodeTrainJob(raw runtime.RawExtension, into *trainer.TrainJob) error {
 	if err := json.Unmarshal(raw.Raw, into); err != nil {
 		return err
 	}
+	// GroupVersionKind would read a malformed apiVersion as none at all.
+	gv, err := schema.ParseGroupVersion(into.APIVersion)
+	if err != nil {
+		return err
+	}
 	want := trainer.GroupVersion.WithKind(trainer.TrainJobKind)
-	if gvk := withDefaults(into.GroupVersionKind(), want); gvk != want {
+	if gvk := withDefaults(gv.WithKind(into.Kind), want); gvk != want {
 		return fmt.Errorf("the object is a %s, not a %s", gvk, want)
 	}
 	return nil
@@ -36,8 +41,9 @@ func decodeTrainJob(raw runtime.RawExtension, into *trainer.TrainJob) error {
 // withDefaults fills in what the object does not say from the type asked
 // for, as the scheme decoder does (apimachinery's gvkWithDefaults): a missing
 // kind, a missing apiVersion, or a missing version of the same group. Without
-// it, {"kind":"TrainJob"} was refused where the scheme decoder reads it
-// (found by FuzzDecodeTrainJob).
+// it, {"kind":"TrainJob"} was refused where the scheme decoder reads it, and
+// with it, but without parsing the apiVersion first, a malformed one ("a/b/c")
+// was taken for none (both found by FuzzDecodeTrainJob).
 func withDefaults(gvk, want schema.GroupVersionKind) schema.GroupVersionKind {
 	if gvk.Kind == "" {
 		gvk.Kind = want.Kind

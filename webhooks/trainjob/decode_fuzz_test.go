@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -44,6 +45,7 @@ func FuzzDecodeTrainJob(f *testing.F) {
 		// A kind without an apiVersion: decodeTrainJob refused it, the scheme
 		// decoder reads it (fixed in decode.go).
 		`{"kind":"TrainJob","spec":{"trainer":{"numNodes":2,"resourcesPerNode":{"requests":{"cpu":"500m"}}}}}`,
+		// A malformed apiVersion: taken for none after that fix (fixed too).
 		`{"apiVersion":"a/b/c","kind":"TrainJob"}`,
 		`{"apiVersion":"trainer.kubeflow.org","kind":"TrainJob"}`,
 		`{"apiVersion":"trainer.kubeflow.org/","kind":"TrainJob"}`,
@@ -117,7 +119,11 @@ func referenceDecode(raw []byte) (*trainer.TrainJob, error) {
 	if err := stdjson.Unmarshal(raw, job); err != nil {
 		return nil, err
 	}
-	if want := trainer.GroupVersion.WithKind(trainer.TrainJobKind); withDefaults(job.GroupVersionKind(), want) != want {
+	gv, err := schema.ParseGroupVersion(job.APIVersion)
+	if err != nil {
+		return nil, err
+	}
+	if want := trainer.GroupVersion.WithKind(trainer.TrainJobKind); withDefaults(gv.WithKind(job.Kind), want) != want {
 		return nil, errors.New("another kind")
 	}
 	return job, nil

@@ -72,7 +72,14 @@ func decodeReview(body []byte) (schema.GroupVersionKind, admission.Request, erro
 	if err := gojson.Unmarshal(body, &review); err != nil {
 		return schema.GroupVersionKind{}, admission.Request{}, fmt.Errorf("decoding the AdmissionReview: %w", err)
 	}
-	gvk := review.GroupVersionKind()
+	// A malformed apiVersion is refused with the parser's error, as
+	// controller-runtime refuses it; GroupVersionKind would read it as none
+	// and answer (found by FuzzReviewServer).
+	gv, err := schema.ParseGroupVersion(review.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, admission.Request{}, err
+	}
+	gvk := gv.WithKind(review.Kind)
 	if gvk.Empty() {
 		gvk = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
 	}

@@ -15,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -24,9 +25,10 @@ import (
 // to controller-runtime's Webhook.ServeHTTP, which it replaces. For every body:
 //   - no panic, and the answer is an AdmissionReview with a response: the
 //     request's UID when the webhook was asked, else a 4xx refusal;
-//   - on valid UTF-8 with the field names' case, reviewServer's decoder (goccy/go-json) reads what
-//     encoding/json reads, which it stands in for, and accepts every body
-//     encoding/json accepts;
+//   - on valid UTF-8 with the field names' case, reviewServer's decoder
+//     (goccy/go-json) reads what encoding/json reads, which it stands in for,
+//     and accepts every body encoding/json accepts but for a malformed
+//     apiVersion, which it refuses as controller-runtime does;
 //   - on the canonical form of the body (what the apiserver sends: the review
 //     encoding/json reads, written back by encoding/json), reviewServer hands
 //     the webhook the same request as controller-runtime and answers the same
@@ -46,6 +48,9 @@ func FuzzReviewServer(f *testing.F) {
 	for _, body := range []string{
 		`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x","name":"ab","object":null}}`,
 		`{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"x"}}`,
+		// A malformed apiVersion: controller-runtime refuses it, reviewServer
+		// answered it (fixed in serve.go).
+		`{"apiVersion":"a/b/c","kind":"AdmissionReview","request":{"uid":"x"}}`,
 		`{"kind":"AdmissionReview","request":{"uid":"x","dryRun":true,"options":{}}}`,
 		`{"request":null}`,
 		`{"request":{"uid":7}}`,
@@ -62,6 +67,7 @@ func FuzzReviewServer(f *testing.F) {
 		if stdjson.Unmarshal(body, &ref) != nil {
 			return
 		}
+		_, gvErr := schema.ParseGroupVersion(ref.APIVersion)
 		// goccy/go-json stands in for encoding/json: same reading, and nothing
 		// encoding/json reads is refused. Only for what the apiserver can send:
 		// valid UTF-8 (encoding/json reads invalid bytes in strings as U+FFFD,
@@ -70,18 +76,24 @@ func FuzzReviewServer(f *testing.F) {
 		// names' case (caseVariantKey).
 		if utf8.Valid(body) && !caseVariantKey(body, reflect.TypeFor[admissionv1.AdmissionReview](), trainJobType) {
 			gvk, req, err := decodeReview(body)
-			if err != nil {
+			switch {
+			case gvErr != nil && err == nil:
+				t.Fatalf("decodeReview reads a review with a malformed apiVersion (%v)\nbody: %q", gvErr, body)
+			case gvErr != nil:
+				// refused, as controller-runtime refuses it
+			case err != nil:
 				t.Fatalf("decodeReview refuses a review encoding/json reads: %v\nbody: %q", err, body)
-			}
-			var refReq admission.Request
-			if ref.Request != nil {
-				refReq.AdmissionRequest = *ref.Request
-			}
-			if !equality.Semantic.DeepEqual(refReq, req) {
-				t.Fatalf("decodeReview reads another request than encoding/json (-encoding/json +decodeReview):\n%s\nbody: %q", cmp.Diff(refReq, req), body)
-			}
-			if refGVK := ref.GroupVersionKind(); !refGVK.Empty() && refGVK != gvk {
-				t.Fatalf("decodeReview reads version %v, encoding/json %v\nbody: %q", gvk, refGVK, body)
+			default:
+				var refReq admission.Request
+				if ref.Request != nil {
+					refReq.AdmissionRequest = *ref.Request
+				}
+				if !equality.Semantic.DeepEqual(refReq, req) {
+					t.Fatalf("decodeReview reads another request than encoding/json (-encoding/json +decodeReview):\n%s\nbody: %q", cmp.Diff(refReq, req), body)
+				}
+				if refGVK := ref.GroupVersionKind(); !refGVK.Empty() && refGVK != gvk {
+					t.Fatalf("decodeReview reads version %v, encoding/json %v\nbody: %q", gvk, refGVK, body)
+				}
 			}
 		}
 
