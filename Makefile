@@ -136,9 +136,15 @@ test-integration: controlplane ## envtest integration suites against a real kube
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (60s) each, one after another; a failing input lands in the package's testdata/fuzz/.
 	@failed=; for t in $(FUZZ_TARGETS); do \
-	  pkg=./$${t%%:*}; name=$${t##*:}; \
+	  pkg=./$${t%%:*}; name=$${t##*:}; corpus=$$pkg/testdata/fuzz/$$name; log=$$(mktemp); \
 	  echo "== $$name ($$pkg, $(FUZZTIME))"; \
-	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || failed="$$failed $$name"; \
+	  before=$$( (ls $$corpus 2>/dev/null || true) | wc -l); \
+	  if ! $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg 2>&1 | tee $$log; then \
+	    if [ "$$( (ls $$corpus 2>/dev/null || true) | wc -l)" = "$$before" ] && grep -q '^    context deadline exceeded$$' $$log; then \
+	      echo "$$name: no failing input, only Go 1.26's race at the end of -fuzztime (go.dev/issue/75804): not a finding"; \
+	    else failed="$$failed $$name"; fi; \
+	  fi; \
+	  rm -f $$log; \
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
 

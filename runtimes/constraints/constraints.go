@@ -115,17 +115,12 @@ func parseNamespaces(v string, errs field.ErrorList) ([]string, field.ErrorList)
 	p := annotationsPath.Key(AnnotationAllowedNamespaces)
 	var out []string
 	for _, item := range splitList(v) {
-		// path.Match reads "[!a]" as the class of '!' and 'a'; the
-		// runtime-constraints policy's glob.match reads it as "not a", so
-		// "team-[!a]" let team-b in where path.Match did not (found by
-		// FuzzParseConstraints). No namespace name contains '!', so such a
-		// pattern is only ever meant as a negation: refuse it as ambiguous.
-		if strings.Contains(item, "[!") {
-			errs = append(errs, field.Invalid(p, v, fmt.Sprintf("%q is ambiguous: path.Match reads [!...] as a class containing '!', not its negation; write a negated class as [^...]", item)))
-			continue
-		}
 		if _, err := path.Match(item, ""); err != nil {
 			errs = append(errs, field.Invalid(p, v, fmt.Sprintf("%q is not a valid namespace glob: %v", item, err)))
+			continue
+		}
+		if problem := globProblem(item); problem != "" {
+			errs = append(errs, field.Invalid(p, v, fmt.Sprintf("%q is ambiguous: %s", item, problem)))
 			continue
 		}
 		out = append(out, item)

@@ -32,7 +32,8 @@ func FuzzParseConstraints(f *testing.F) {
 	f.Add("eight", "-1", "bad key!=x", ", ,", uint8(15), "team-a")
 	f.Add("0", "0", "a=b=c", "[", uint8(15), "a")
 	f.Add("2147483648", "9223372036854775808", "k=", "team-[^a]", uint8(15), "team-b")
-	// "[!a]": path.Match and the policy's glob.match disagreed (now refused).
+	// Classes path.Match and the policy's glob.match read differently (now
+	// refused, glob.go).
 	f.Add("+3", "007", "example.com/k=v,k2", "team-[!a],*-prod,{a,b}", uint8(12), "team-b")
 	f.Add("", "", "", `team-[^a],[]a]*,\[!x`, uint8(8), "team-b")
 	f.Add("", "", "", `team-\a,t?am-b,[a-c]*`, uint8(8), "b")
@@ -82,6 +83,17 @@ func FuzzParseConstraints(f *testing.F) {
 			t.Fatalf("namespace %q with allowed namespaces %q: NamespaceAllowed %t, runtime-constraints policy %t", ns, c.AllowedNamespaces, want, got)
 		}
 	})
+}
+
+func TestGlobProblem(t *testing.T) {
+	for pattern, refused := range map[string]bool{
+		"team-a": false, "ml-*": false, "t?am-[a-c]": false, "[^a-c]x": false, `\[!x`: false, "[a!]": false, "[^!a]": false, "[abc][0-0]": false,
+		"team-[!a]": true, "[^b-0]": true, "[z-a]": true, `[\!a]`: true, "x[0-9][9-0]": true, "[0-00]": true, "[a-cx]": true, "team[ab-c]x": true,
+	} {
+		if got := globProblem(pattern) != ""; got != refused {
+			t.Errorf("globProblem(%q) refuses %t, want %t", pattern, got, refused)
+		}
+	}
 }
 
 // annotationsOf writes constraints back as the annotations that state them.

@@ -21,9 +21,9 @@ import (
 // FuzzDecodeTrainJob decodes arbitrary objects with decodeTrainJob. For every
 // object:
 //   - no panic;
-//   - on valid JSON in valid UTF-8 with the field names' case, goccy/go-json reads what encoding/json (which it stands
-//     in for) reads: the same TrainJob, and an error exactly when
-//     encoding/json has one;
+//   - on valid JSON in valid UTF-8 with the field names' case, goccy/go-json
+//     reads what encoding/json (which it stands in for) reads: the same
+//     TrainJob, and an error exactly when encoding/json has one;
 //   - on the canonical form of the object (what the apiserver sends: the
 //     TrainJob either decoder reads, written back by encoding/json),
 //     decodeTrainJob gives exactly what controller-runtime's admission
@@ -92,6 +92,12 @@ func FuzzDecodeTrainJob(f *testing.F) {
 		}
 		for _, job := range read {
 			canonical, err := stdjson.Marshal(job)
+			if err != nil && !stdjson.Valid(raw) {
+				// goccy/go-json passes invalid JSON on to raw fields
+				// (managedFields' fieldsV1), which then do not encode:
+				// testdata/fuzz/FuzzDecodeTrainJob/f4216157c11d6b3b.
+				continue
+			}
 			if err != nil {
 				t.Fatalf("encoding the decoded TrainJob: %v", err)
 			}
