@@ -27,11 +27,23 @@ const ControllerName = "mpiguard-networkpolicies"
 // jobs that use it through the cache instead of listing every TrainJob.
 const runtimeRefIndex = "mpiguard.io/networkpolicies.runtimeRef"
 
+// RBAC (ClusterRole: TrainJobs, and so their NetworkPolicies, live in every
+// namespace; docs/operations.md "Permissions"):
+//
+// Watches every MPI TrainJob, the owner of the policy it keeps.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
+// The policy's owner reference blocks the TrainJob's deletion until the garbage
+// collector removed the policy (blockOwnerDeletion needs update on the owner's finalizers).
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/finalizers,verbs=update
+// The job's runtime says whether it is MPI and which ports its template opens.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// Server-side apply (patch; create when absent), repair of a deleted or edited
+// policy (watch), removal when a namespace opts out (delete). No update: every
+// write is an apply.
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// The mpiguard.io/network-policy annotation of the job's namespace switches it off.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// Events on the TrainJob (policy created, repaired, deleted), in its namespace.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler keeps the NetworkPolicy of one TrainJob in line with its template.

@@ -7,7 +7,7 @@ import "embed"
 
 // FS holds every policy folder, lib/ and parameters.yaml.
 //
-//go:embed lib parameters.yaml aggregate-quota slots-gpus max-duration data-residency istio-opt-out runtime-constraints
+//go:embed lib parameters.yaml aggregate-quota slots-gpus max-duration data-residency istio-opt-out runtime-constraints mpiguard-entry
 var FS embed.FS
 
 // ParametersFile is the name of the default parameters document in FS.

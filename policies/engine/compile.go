@@ -94,10 +94,12 @@ type compiledSet struct {
 	version string
 	// validate evaluates deny and warn rules, and the mutate rules of dryrun
 	// policies (logged only); mutate evaluates the mutate rules of the others.
-	// Each webhook pass evaluates only what it needs.
-	validate, mutate preparedQuery
-	policies         []string
-	settings         map[string]PolicySettings
+	// Each webhook pass evaluates only what it needs. all evaluates both: the
+	// validating pass of a job carrying an entry under mpiguard's manager
+	// compares it with the mutation (entries.go).
+	validate, mutate, all preparedQuery
+	policies              []string
+	settings              map[string]PolicySettings
 	// params is input.parameters, built once per set.
 	params *ast.Term
 	// static are the rules that depend only on the parameters and the
@@ -151,6 +153,10 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	all, err := prepare(ctx, c, func(string, string) bool { return true })
+	if err != nil {
+		return nil, err
+	}
 	params, err := parametersTerm(set.Parameters)
 	if err != nil {
 		return nil, err
@@ -168,6 +174,7 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 		version:  set.Version(),
 		validate: validate,
 		mutate:   mutate,
+		all:      all,
 		policies: names,
 		settings: set.Parameters.Policies,
 		params:   params,

@@ -129,7 +129,7 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		return &Decision{Allowed: true, PolicySetVersion: set.version, Latency: time.Since(start)}, nil
 	}
 
-	d, err := e.evaluate(ctx, set, req)
+	d, err := e.decide(ctx, set, req)
 	if err != nil {
 		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
 		return nil, err
@@ -149,13 +149,35 @@ func (e *Engine) Record(req *Request, d *Decision) {
 	e.record(e.current.Load(), req, d)
 }
 
-// evaluate runs the pass's prepared query (mutate rules for a MutationOnly
-// request, the rest otherwise) and applies enforcement to its results.
-func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request) (*Decision, error) {
-	q := &set.validate
+// decide evaluates the pass's rules: mutate rules for a MutationOnly request,
+// the rest otherwise. The validating pass of a job with an entry under
+// mpiguard's manager first checks the entry is mpiguard's (entries.go): one
+// evaluation of every rule computes the mutation to compare it with, and the
+// validation rules are evaluated again, with the differences in the input,
+// only when it is not.
+func (e *Engine) decide(ctx context.Context, set *compiledSet, req *Request) (*Decision, error) {
 	if req.MutationOnly {
-		q = &set.mutate
+		return e.evaluate(ctx, set, req, &set.mutate)
 	}
+	r := *req
+	r.entries = ownEntriesOf(req)
+	pending := pendingEntry(r.entries)
+	if pending == nil {
+		return e.evaluate(ctx, set, &r, &set.validate)
+	}
+	d, err := e.evaluate(ctx, set, &r, &set.all)
+	if err != nil {
+		return nil, err
+	}
+	if !compareEntry(pending, req.TrainJob, d.Mutation.RuntimePatch) {
+		d.Mutation = Mutation{} // the validating pass applies nothing
+		return d, nil
+	}
+	return e.evaluate(ctx, set, &r, &set.validate)
+}
+
+// evaluate runs prepared query q on req and applies enforcement to its results.
+func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request, q *preparedQuery) (*Decision, error) {
 	// The deadline covers the static rules too: they are policy code.
 	ctx, cancelCtx := context.WithTimeoutCause(ctx, e.evalTimeout, errEvalDeadline)
 	defer cancelCtx()

@@ -44,6 +44,7 @@ var (
 	kHard, kUsed, kReserved, kReservedBy, kRoles     = ast.StringTerm("hard"), ast.StringTerm("used"), ast.StringTerm("reserved"), ast.StringTerm("reservedBy"), ast.StringTerm("roles")
 	kDemand, kResource, kParts                       = ast.StringTerm("demand"), ast.StringTerm("resource"), ast.StringTerm("parts")
 	kPerPodMilli, kUndeclared                        = ast.StringTerm("perPodMilli"), ast.StringTerm("undeclared")
+	kRequested                                       = ast.StringTerm("requested")
 )
 
 func item(k *ast.Term, v *ast.Term) [2]*ast.Term { return [2]*ast.Term{k, v} }
@@ -97,7 +98,7 @@ func buildInput(req *Request, params, ns *ast.Term) ast.Value {
 	items := make([][2]*ast.Term, 0, 8)
 	items = append(items,
 		item(kRequest, requestTerm(req)),
-		item(kTrainJob, trainJobTerm(tj)),
+		item(kTrainJob, trainJobTerm(tj, req.entries)),
 		item(kJob, jobTerm(req.View)),
 		item(kNamespace, ns),
 		item(kQuotas, quotasTerm(req)),
@@ -111,7 +112,7 @@ func buildInput(req *Request, params, ns *ast.Term) ast.Value {
 		item(kParameters, params),
 	)
 	if req.OldTrainJob != nil {
-		items = append(items, item(kOldTrainJob, trainJobTerm(req.OldTrainJob)))
+		items = append(items, item(kOldTrainJob, trainJobTerm(req.OldTrainJob, nil)))
 	}
 	return ast.NewObject(items...)
 }
@@ -132,7 +133,9 @@ func requestTerm(req *Request) *ast.Term {
 	)
 }
 
-func trainJobTerm(tj *trainer.TrainJob) *ast.Term {
+// trainJobTerm is input.trainJob (entries: its entries under mpiguard's
+// manager, as checked) or input.oldTrainJob (entries nil).
+func trainJobTerm(tj *trainer.TrainJob, entries []ownEntry) *ast.Term {
 	items := make([][2]*ast.Term, 0, 12)
 	items = append(items,
 		item(kName, ast.StringTerm(tj.Name)),
@@ -159,13 +162,15 @@ func trainJobTerm(tj *trainer.TrainJob) *ast.Term {
 		}
 		managers = ast.ArrayTerm(ms...)
 	}
-	items = append(items, item(kRuntimePatchManagers, managers))
+	items = append(items, item(kRuntimePatchManagers, managers), item(kMpiguardEntries, ownEntriesTerm(entries)))
 	return ast.NewTerm(ast.NewObject(items...))
 }
 
 // envTerm lists every environment variable the user sets on the job, with the
-// field path that sets it: spec.trainer.env and the containers of other
-// managers' runtime patches (mpiguard's own entry sets none).
+// field path that sets it: spec.trainer.env and the containers of every
+// runtime patch. Entries under mpiguard's manager included: mpiguard writes no
+// env, so env there was written by someone posing as mpiguard, and is judged
+// like any other (the mpiguard-entry policy denies the entry itself).
 func envTerm(tj *trainer.TrainJob) *ast.Term {
 	var envs []*ast.Term
 	add := func(field string, e corev1.EnvVar) {
@@ -181,7 +186,7 @@ func envTerm(tj *trainer.TrainJob) *ast.Term {
 		}
 	}
 	for pi, p := range tj.Spec.RuntimePatches {
-		if p.Manager == AdmissionManager || p.TrainingRuntimeSpec == nil || p.TrainingRuntimeSpec.Template == nil || p.TrainingRuntimeSpec.Template.Spec == nil {
+		if p.TrainingRuntimeSpec == nil || p.TrainingRuntimeSpec.Template == nil || p.TrainingRuntimeSpec.Template.Spec == nil {
 			continue
 		}
 		for ji, rj := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
@@ -262,6 +267,8 @@ type roleKey struct {
 	terminating                           bool
 	perPod, labels, annotations, selector *ast.Term
 	terms                                 *ast.Term
+	// requested is the replicated job's requested object.
+	requested *ast.Term
 }
 
 var (
@@ -327,6 +334,7 @@ func roleTerm(rj *render.ReplicatedJobView) *ast.Term {
 		selector:    stringMapTerm(spec.NodeSelector),
 		terms:       nodeTermsTerm(requiredTerms(spec)),
 	}
+	key.requested = requestedTerm(rj, key.labels, key.annotations)
 	return roleTerms.get(key, func() *ast.Term {
 		return ast.ObjectTerm(
 			item(kName, vocabularyTerm(key.name)),
@@ -339,9 +347,29 @@ func roleTerm(rj *render.ReplicatedJobView) *ast.Term {
 			item(kAnnotations, key.annotations),
 			item(kNodeSelector, key.selector),
 			item(kTerms, key.terms),
+			item(kRequested, key.requested),
 		)
 	})
 }
+
+// requestedTerm is a replicated job's requested: its pod template's labels and
+// annotations as the runtime and every runtime patch but mpiguard's own entry
+// make them (render.ReplicatedJobView.Requested), so policies judge what the
+// user asked for as well as the effective pods. Without mpiguard's entry they
+// are the effective ones (labels, annotations: shared terms).
+func requestedTerm(rj *render.ReplicatedJobView, labels, annotations *ast.Term) *ast.Term {
+	if rj.Requested != nil {
+		labels, annotations = stringMapTerm(rj.Requested.Labels), stringMapTerm(rj.Requested.Annotations)
+	}
+	return requestedTerms.get(requestedKey{labels: labels, annotations: annotations}, func() *ast.Term {
+		return ast.ObjectTerm(item(kLabels, labels), item(kAnnotations, annotations))
+	})
+}
+
+// requestedKey identifies a requested term by its (shared) parts.
+type requestedKey struct{ labels, annotations *ast.Term }
+
+var requestedTerms = newKeyedCache[requestedKey]()
 
 func requiredTerms(spec *corev1.PodSpec) []corev1.NodeSelectorTerm {
 	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {

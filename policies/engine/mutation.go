@@ -59,23 +59,43 @@ func (m *Mutation) Apply(tj *trainer.TrainJob) bool {
 		tj.Spec.ActiveDeadlineSeconds = *m.ActiveDeadlineSeconds
 		changed = true
 	}
+	i, write := m.EntryTarget(tj)
+	switch {
+	case !write:
+	case i < 0:
+		tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, *m.RuntimePatch.DeepCopy())
+		changed = true
+	default:
+		p := &tj.Spec.RuntimePatches[i]
+		p.TrainingRuntimeSpec = m.RuntimePatch.TrainingRuntimeSpec.DeepCopy()
+		p.Time = nil
+		changed = true
+	}
+	return changed
+}
+
+// EntryTarget says where the mutation writes mpiguard's entry in tj: write is
+// false when there is nothing to write (no entry wanted, or the one there is
+// already it); otherwise i is the index of the entry to replace, or -1 to
+// append one. An entry under mpiguard's manager that sets what mpiguard never
+// writes (containers, env, ...) is left alone: it is not mpiguard's, and
+// replacing it would silently drop what its author asked for; the validating
+// pass denies it, saying so (entries.go).
+func (m *Mutation) EntryTarget(tj *trainer.TrainJob) (i int, write bool) {
 	if m.RuntimePatch == nil {
-		return changed
+		return 0, false
 	}
 	for i := range tj.Spec.RuntimePatches {
 		p := &tj.Spec.RuntimePatches[i]
 		if p.Manager != AdmissionManager {
 			continue
 		}
-		if equality.Semantic.DeepEqual(p.TrainingRuntimeSpec, m.RuntimePatch.TrainingRuntimeSpec) {
-			return changed
+		if sameEntry(p.TrainingRuntimeSpec, m.RuntimePatch.TrainingRuntimeSpec) || len(foreignFields("", p)) > 0 {
+			return i, false
 		}
-		p.TrainingRuntimeSpec = m.RuntimePatch.TrainingRuntimeSpec.DeepCopy()
-		p.Time = nil
-		return true
+		return i, true
 	}
-	tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, *m.RuntimePatch.DeepCopy())
-	return true
+	return -1, true
 }
 
 // buildMutation turns the policies' changes into a Mutation. Conflicting
@@ -107,6 +127,11 @@ func buildMutation(changes []Change) (Mutation, error) {
 			if err := applyPodChange(podFor(c.ReplicatedJob), c); err != nil {
 				return Mutation{}, err
 			}
+		case c.Target == "podTemplate":
+			// A runtime patch finds a replicated job by name: one named ""
+			// (a runtime's, or a policy's omission) cannot be patched.
+			return Mutation{}, fmt.Errorf("policy %s: cannot change %s of a pod template without the name of its replicated job (replicatedJob is empty): runtime patches find replicated jobs by name; give every replicated job of the runtime (spec.template.spec.replicatedJobs[].name) a name",
+				c.Policy, c.Field)
 		default:
 			return Mutation{}, fmt.Errorf("policy %s: cannot mutate %s field %q (allowed: trainJob %s; podTemplate %s, %s, %s, %s)",
 				c.Policy, c.Target, c.Field, fieldActiveDeadline, fieldPodLabels, fieldPodAnnotations, fieldNodeSelector, fieldRequiredTerms)

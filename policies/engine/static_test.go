@@ -144,11 +144,11 @@ func TestStaticRulesDecideAlike(t *testing.T) {
 					req.TrainJob.Spec.ActiveDeadlineSeconds = deadline
 					req.MutationOnly = mutate
 					name := fmt.Sprintf("round %d %s deadline %d mutate %v", round, ns.Name, deadline, mutate)
-					got, err := e.evaluate(ctx, set, req)
+					got, err := e.decide(ctx, set, req)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
-					want, err := e.evaluate(ctx, &plain, req)
+					want, err := e.decide(ctx, &plain, req)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}

@@ -52,6 +52,10 @@ type Request struct {
 	// Runtime is the metadata of the (Cluster)TrainingRuntime the job uses, so
 	// policies can key on runtime labels and annotations.
 	Runtime RuntimeMeta
+
+	// entries are the TrainJob's entries under mpiguard's manager, as the
+	// validating pass checked them (entries.go); set on the engine's copy.
+	entries []ownEntry
 }
 
 // RuntimeMeta identifies a (Cluster)TrainingRuntime to policies.

@@ -2,7 +2,11 @@
 # directly to each other; a sidecar or ambient proxy in the way breaks or slows
 # that traffic. Mutate (CREATE): label every pod template out of sidecar
 # injection and ambient mode. Validate: deny a pod template that explicitly
-# opts back in (exempt namespaces are skipped by the engine's exemptions).
+# opts back in (exempt namespaces are skipped by the engine's exemptions),
+# whether the opt-in reaches the pods or not: mpiguard's own opt-out label is
+# applied last and would silently override an opt-in label of the runtime or
+# of a runtime patch (rj.requested holds the labels and annotations without
+# mpiguard's entry), reversing an explicit choice without a word.
 package mpiguard.policies.istio_opt_out
 
 import data.mpiguard.lib
@@ -29,11 +33,13 @@ mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "me
 	some key, value in params.optOutLabels
 }
 
+# An opt-in the pods get, or one asked for that mpiguard's own label would
+# override: one denial either way.
 deny contains lib.violation("spec.runtimePatches", lib.msg_istio_opt_in(rj, where, key, value)) if {
 	lib.mpi_job
 	some rj in input.job.replicatedJobs
 	some where in ["labels", "annotations"]
 	some key, values in params.optIn
-	value := rj[where][key]
+	some value in ({v | v := rj[where][key]} | {v | v := rj.requested[where][key]})
 	value in values
 }

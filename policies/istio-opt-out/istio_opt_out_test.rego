@@ -42,3 +42,27 @@ test_non_mpi_untouched if {
 	inp := object.union(job_input("CREATE", [{"name": "node", "role": "worker"}]), {"job": {"mpi": false}})
 	count(istio_opt_out.mutate) == 0 with input as inp
 }
+
+# mpiguard's own opt-out label, applied last, would override an opt-in label
+# the runtime or a runtime patch asks for: the job is still denied.
+test_opt_in_overridden_by_mpiguard_denied if {
+	inp := job_input("CREATE", [{
+		"name": "node", "role": "worker",
+		"labels": {"sidecar.istio.io/inject": "false"},
+		"requested": {"labels": {"sidecar.istio.io/inject": "true"}, "annotations": {}},
+	}])
+	got := istio_opt_out.deny with input as inp
+	got == {{
+		"field": "spec.runtimePatches",
+		"msg": `pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template, or ask an admin to exempt the namespace`,
+	}}
+}
+
+test_opt_in_reaching_the_pods_denied_once if {
+	inp := job_input("CREATE", [{
+		"name": "node", "role": "worker",
+		"annotations": {"sidecar.istio.io/inject": "true"},
+		"requested": {"labels": {}, "annotations": {"sidecar.istio.io/inject": "true"}},
+	}])
+	count(istio_opt_out.deny) == 1 with input as inp
+}

@@ -101,7 +101,7 @@ hours(seconds) := sprintf("%d hours", [seconds / 3600]) if {
 hours(seconds) := sprintf("%.1f hours", [seconds / 3600]) if seconds % 3600 != 0
 
 msg_bad_duration_annotation(ns, annotation, value) := sprintf(
-	"namespace %q has annotation %s=%q, which is not a positive number of hours, so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation",
+	"namespace %q has annotation %s=%q, which is not a positive number of hours (at least 1 second), so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation",
 	[ns, annotation, value],
 )
 
@@ -150,3 +150,29 @@ msg_not_pinned(rj, missing, runtime) := sprintf(
 	"the %s pods are not pinned to nodes labelled %s, which runtime %s requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
 	[role_label(rj), sorted_join(missing, ", "), runtime],
 )
+
+# mpiguard-entry
+
+msg_entry_foreign(field, manager, paths) := sprintf(
+	"%s has manager %s, which is reserved for mpiguard's own entry, but sets %s, which mpiguard never writes (it writes only pod template labels, annotations, node selector and required node affinity); an entry under mpiguard's name is trusted as mpiguard's work, so it must not carry anything else; remove the runtimePatches entry with manager %s or give it a manager of your own; mpiguard writes its entry itself",
+	[field, manager, some_paths(paths), manager],
+)
+
+msg_entry_differs(field, manager, paths) := sprintf(
+	"%s has manager %s, which is reserved for mpiguard's own entry, but is not mpiguard's entry for this TrainJob (it differs at %s); an entry under mpiguard's name is trusted as mpiguard's work, so it must be exactly that; remove the runtimePatches entry with manager %s or give it a manager of your own; mpiguard writes its entry itself",
+	[field, manager, some_paths(paths), manager],
+)
+
+msg_entry_unwanted(field, manager) := sprintf(
+	"%s has manager %s, which is reserved for mpiguard's own entry, but mpiguard writes no such entry for this TrainJob (no policy changes its pod templates here, or this is a second entry); an entry under mpiguard's name is trusted as mpiguard's work; remove the runtimePatches entry with manager %s or give it a manager of your own; mpiguard writes its entry itself when it needs one",
+	[field, manager, manager],
+)
+
+# some_paths names the first field paths of a list and counts the rest.
+max_named_paths := 3
+
+some_paths(paths) := concat(", ", paths) if count(paths) <= max_named_paths
+
+some_paths(paths) := sprintf("%s and %d more", [concat(", ", array.slice(paths, 0, max_named_paths)), count(paths) - max_named_paths]) if {
+	count(paths) > max_named_paths
+}

@@ -19,9 +19,12 @@ ns := input.namespace
 
 annotation_value := ns.annotations[params.namespaceAnnotation]
 
+# valid_annotation: a number of hours that is at least one second. Less
+# ("0.0001") would round to a limit of 0 seconds, and the default deadline
+# set from it would be 0, which the TrainJob API refuses.
 valid_annotation if {
 	regex.match(`^[0-9]+(\.[0-9]+)?$`, annotation_value)
-	to_number(annotation_value) > 0
+	round(to_number(annotation_value) * 3600) >= 1
 }
 
 # limit_seconds and limit_source: the namespace annotation wins over the cluster ceiling.

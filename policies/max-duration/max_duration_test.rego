@@ -56,8 +56,20 @@ test_bad_annotation_denied if {
 	got := max_duration.deny with input as create(3600, {"mpiguard.io/max-duration-hours": "a week"})
 	got == {{
 		"field": "metadata.namespace",
-		"msg": `namespace "team-a" has annotation mpiguard.io/max-duration-hours="a week", which is not a positive number of hours, so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation`,
+		"msg": `namespace "team-a" has annotation mpiguard.io/max-duration-hours="a week", which is not a positive number of hours (at least 1 second), so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation`,
 	}}
+}
+
+# Less than half a second of hours is no limit at all: it would round to 0
+# and the default deadline set from it would be 0, which the TrainJob API
+# refuses (found by TestPoliciesAreTotal).
+test_annotation_below_one_second_denied if {
+	got := max_duration.deny with input as create(3600, {"mpiguard.io/max-duration-hours": "0.0001"})
+	got == {{
+		"field": "metadata.namespace",
+		"msg": `namespace "team-a" has annotation mpiguard.io/max-duration-hours="0.0001", which is not a positive number of hours (at least 1 second), so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation`,
+	}}
+	max_duration.mutate == {{"target": "trainJob", "field": "spec.activeDeadlineSeconds", "value": 86400}} with input as create(0, {"mpiguard.io/max-duration-hours": "0.0001"})
 }
 
 test_missing_deadline_denied_at_validation if {

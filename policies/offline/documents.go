@@ -40,6 +40,8 @@ type Cluster struct {
 	TrainJobs []SourcedTrainJob
 	// Ignored lists documents of kinds no decision depends on ("source: kind").
 	Ignored []string
+	// sources maps each object read (objectKey) to its document, to refuse duplicates.
+	sources map[string]string
 }
 
 // SourcedTrainJob is a TrainJob and the document it came from.
@@ -147,12 +149,15 @@ func (c *Cluster) Read(source string, r io.Reader) error {
 }
 
 func (c *Cluster) add(source string, doc []byte) error {
+	if err := trailingJSON(doc); err != nil {
+		return fmt.Errorf("not YAML or JSON: %w", err)
+	}
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return fmt.Errorf("not YAML or JSON: %w", err)
 	}
 	var meta struct{ APIVersion, Kind string }
-	if err := yaml.Unmarshal(js, &meta); err != nil {
+	if err := json.Unmarshal(js, &meta); err != nil { // js is JSON: no second YAML parse
 		return fmt.Errorf("not a Kubernetes object: %w", err)
 	}
 	if meta.Kind == "" || meta.APIVersion == "" {
@@ -181,11 +186,41 @@ func (c *Cluster) add(source string, doc []byte) error {
 	if err != nil {
 		return fmt.Errorf("invalid %s: %w", meta.Kind, err)
 	}
+	// What the apiserver would refuse is refused here too (validate.go).
+	switch o := obj.(type) {
+	case *trainer.TrainJob:
+		defaultNamespace(&o.Namespace)
+		err = validateTrainer(meta.Kind, o.Namespace, js)
+	case *trainer.TrainingRuntime:
+		defaultNamespace(&o.Namespace)
+		err = validateTrainer(meta.Kind, o.Namespace, js)
+	case *trainer.ClusterTrainingRuntime:
+		err = validateTrainer(meta.Kind, "", js)
+	case *corev1.Namespace:
+		err = validateNamespace(o)
+	case *corev1.ResourceQuota:
+		defaultNamespace(&o.Namespace)
+		err = validateQuota(o)
+	}
+	if err != nil {
+		return err
+	}
+	if c.sources == nil {
+		c.sources = map[string]string{}
+	}
+	// A name is unique in a cluster: a second document of the same object
+	// would replace the first (or, for TrainJobs, be a second job) without
+	// a word.
+	if key := objectKey(obj); key != "" {
+		if first, ok := c.sources[key]; ok {
+			return fmt.Errorf("duplicate %s: the same object is already in %s; a cluster has one object per kind, namespace and name", key, first)
+		}
+		c.sources[key] = source
+	}
 	switch o := obj.(type) {
 	case *corev1.Namespace:
 		c.Namespaces[o.Name] = o
 	case *corev1.ResourceQuota:
-		defaultNamespace(&o.Namespace)
 		c.Quotas = append(c.Quotas, *o)
 	case *corev1.LimitRange:
 		defaultNamespace(&o.Namespace)
@@ -195,16 +230,60 @@ func (c *Cluster) add(source string, doc []byte) error {
 	case *trainer.ClusterTrainingRuntime:
 		c.ClusterRuntimes[o.Name] = o
 	case *trainer.TrainingRuntime:
-		defaultNamespace(&o.Namespace)
 		c.Runtimes[o.Namespace+"/"+o.Name] = o
 	case *trainer.TrainJob:
-		defaultNamespace(&o.Namespace)
 		if o.Name == "" {
 			return errors.New("TrainJob has no metadata.name")
 		}
 		c.TrainJobs = append(c.TrainJobs, SourcedTrainJob{TrainJob: o, Source: source})
+	default:
+		// A kind the scheme knows (a Pod, a Secret) that no decision reads.
+		c.Ignored = append(c.Ignored, fmt.Sprintf("%s: %s %s", source, meta.APIVersion, meta.Kind))
 	}
 	return nil
+}
+
+// objectKey names an object the way the apiserver keys it: `TrainJob "ns/name"`.
+func objectKey(obj runtime.Object) string {
+	o, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+	})
+	if !ok || o.GetName() == "" {
+		return ""
+	}
+	kind := fmt.Sprintf("%T", obj)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	if o.GetNamespace() == "" {
+		return fmt.Sprintf("%s %q", kind, o.GetName())
+	}
+	return fmt.Sprintf("%s %q", kind, o.GetNamespace()+"/"+o.GetName())
+}
+
+// trailingJSON refuses a JSON document followed by more than whitespace. The
+// YAML parser reads `{...} garbage` as the object and drops the rest, so a
+// truncated or concatenated file would be half read without a word.
+func trailingJSON(doc []byte) error {
+	trimmed := bytes.TrimSpace(stripComments(doc))
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return nil // not JSON after all: the YAML parser judges it
+	}
+	if rest := bytes.TrimSpace(trimmed[dec.InputOffset():]); len(rest) > 0 {
+		return fmt.Errorf("data after the JSON object at byte %d: %q", dec.InputOffset(), clipBytes(rest, 40))
+	}
+	return nil
+}
+
+func clipBytes(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
 }
 
 func defaultNamespace(ns *string) {

@@ -82,7 +82,8 @@ func (ev *Evaluator) decide(ctx context.Context, c *Cluster, tj *trainer.TrainJo
 		Reserved:  reserved,
 		Runtime:   meta,
 	}
-	renderIn := render.Input{TrainJob: tj, Runtime: runtimeObj, LimitRanges: c.limitRangesIn(tj.Namespace), RuntimeClasses: c.RuntimeClasses}
+	renderIn := render.Input{TrainJob: tj, Runtime: runtimeObj, LimitRanges: c.limitRangesIn(tj.Namespace), RuntimeClasses: c.RuntimeClasses,
+		OwnManager: engine.AdmissionManager}
 
 	// Mutating pass.
 	if req.View, err = ev.Renderer.Render(ctx, renderIn); err != nil {

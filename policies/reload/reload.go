@@ -7,27 +7,32 @@
 // is recompiled. A broken set is rejected: the compile error (file:row) goes
 // into each policy ConfigMap's mpiguard.io/policy-status annotation and a
 // Warning event, the engine's reload-failure metric counts it, and the last
-// good set keeps serving.
+// good set keeps serving. Every replica loads; only the elected leader writes
+// the status and events (status.go), so replicas never fight over them.
 package reload
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 )
@@ -42,36 +47,98 @@ const (
 	ControllerName   = "policy-reload"
 )
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// A Role in mpiguard's own namespace, not a ClusterRole: policy ConfigMaps live
+// there only, and patch on every ConfigMap of the cluster would let mpiguard's
+// identity rewrite any workload's configuration (kube-system's included). The
+// manager's cache watches ConfigMaps of this namespace only (cmd/mpiguard/app).
+// The status annotation is a patch; events on the ConfigMaps land beside them.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;patch,namespace=mpiguard-system
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=mpiguard-system
 
-// Reconciler recompiles the policy set when a policy ConfigMap changes.
+// Reconciler recompiles the policy set when a policy ConfigMap changes. It
+// runs on every replica (every replica serves admission); the outcome goes to
+// Status, whose writes only the elected leader makes (status.go).
 type Reconciler struct {
 	Client    client.Client
 	Engine    *engine.Engine
 	Base      engine.PolicySet
 	Namespace string
-	Recorder  events.EventRecorder
+	// Status is told each load's outcome.
+	Status *StatusReporter
+
+	// decided is set once a reconcile has loaded the ConfigMaps or rejected
+	// them (Ready).
+	decided atomic.Bool
 }
 
 // SetupWithManager watches policy ConfigMaps in namespace; every change
-// reconciles the whole set (one key), since modules depend on each other.
-func SetupWithManager(mgr ctrl.Manager, eng *engine.Engine, base engine.PolicySet, namespace string) error {
-	r := &Reconciler{Client: mgr.GetClient(), Engine: eng, Base: base, Namespace: namespace, Recorder: mgr.GetEventRecorder(ControllerName)}
-	isPolicy := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[LabelPolicy]
-		return ok && o.GetNamespace() == namespace
-	})
+// reconciles the whole set (one key), since modules depend on each other. It
+// returns the loader, whose Ready is a readiness check.
+func SetupWithManager(mgr ctrl.Manager, eng *engine.Engine, base engine.PolicySet, namespace string) (*Reconciler, error) {
+	status := &StatusReporter{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(ControllerName)}
+	if err := status.setupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Engine: eng, Base: base, Namespace: namespace, Status: status}
 	setKey := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: namespace, Name: "policy-set"}}
-	return ctrl.NewControllerManagedBy(mgr).
+	return r, ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Every mpiguard pod serves admission, so every pod loads the policies,
 		// not only the leader.
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{setKey}
-		}), builder.WithPredicates(isPolicy)).
+		}), builder.WithPredicates(policyChanged(namespace))).
+		// One load at start-up even when there is no policy ConfigMap, so
+		// readiness (Ready) never waits for a change that will not come.
+		// Workers start once the ConfigMap informer synced, so that load
+		// sees every ConfigMap.
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(setKey)
+			return nil
+		})).
 		Complete(r)
+}
+
+// policyChanged selects the events of policy ConfigMaps in namespace that can
+// change the policy set. An update that changes neither data nor labels (the
+// status annotation the leader writes, above all) changes no policy:
+// reloading on it would have every replica recompile, and re-report, after
+// every status write.
+func policyChanged(namespace string) predicate.Funcs {
+	isPolicy := func(o client.Object) bool {
+		_, ok := o.GetLabels()[LabelPolicy]
+		return ok && o.GetNamespace() == namespace
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return isPolicy(e.Object) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return isPolicy(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return isPolicy(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if !isPolicy(e.ObjectNew) && !isPolicy(e.ObjectOld) {
+				return false
+			}
+			oldCM, okOld := e.ObjectOld.(*corev1.ConfigMap)
+			newCM, okNew := e.ObjectNew.(*corev1.ConfigMap)
+			if !okOld || !okNew {
+				return true
+			}
+			return !equality.Semantic.DeepEqual(oldCM.Labels, newCM.Labels) ||
+				!equality.Semantic.DeepEqual(oldCM.Data, newCM.Data) ||
+				!equality.Semantic.DeepEqual(oldCM.BinaryData, newCM.BinaryData)
+		},
+	}
+}
+
+// Ready is a readiness check (healthz.Checker): it passes once the policy
+// ConfigMaps have been read and loaded, or rejected (the last good set, on a
+// fresh pod the embedded one, keeps serving; the leader reports why). Before
+// that, a fresh pod would decide with the embedded policies alone.
+func (r *Reconciler) Ready(*http.Request) error {
+	if !r.decided.Load() {
+		return errors.New("the policy ConfigMaps have not been loaded yet")
+	}
+	return nil
 }
 
 // Reconcile rebuilds the policy set from the embedded base and every policy ConfigMap.
@@ -90,10 +157,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	if err != nil {
 		log.Error(err, "policy set rejected; the last good set keeps serving", "serving", r.Engine.Version())
-		return reconcile.Result{}, r.report(ctx, cms, blame, err)
+	} else {
+		log.Info("policy set loaded", "version", r.Engine.Version(), "configMaps", len(cms))
 	}
-	log.Info("policy set loaded", "version", r.Engine.Version(), "configMaps", len(cms))
-	return reconcile.Result{}, r.report(ctx, cms, nil, nil)
+	r.Status.record(outcome{configMaps: cms, blame: blame, err: err, version: r.Engine.Version()})
+	r.decided.Store(true)
+	return reconcile.Result{}, nil
 }
 
 // policySet overlays the ConfigMaps on the base set. On a bad parameters
@@ -126,47 +195,4 @@ func (r *Reconciler) policySet(cms []corev1.ConfigMap) (engine.PolicySet, *corev
 	}
 	set, err := r.Base.Overlay(modules, params)
 	return set, nil, err
-}
-
-// report writes the outcome into every policy ConfigMap's status annotation:
-// "loaded: <version>" or, for the ConfigMaps the error concerns,
-// "rejected: <error>; serving <version>".
-func (r *Reconciler) report(ctx context.Context, cms []corev1.ConfigMap, blame *corev1.ConfigMap, loadErr error) error {
-	var errs []error
-	for i := range cms {
-		cm := &cms[i]
-		status := "loaded: policy set " + r.Engine.Version()
-		concerned := loadErr != nil && (blame == nil && mentions(loadErr, cm.Name) || blame != nil && blame.Name == cm.Name)
-		if concerned {
-			status = fmt.Sprintf("rejected: %v; still serving policy set %s", loadErr, r.Engine.Version())
-			r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, "PolicyRejected", "Load", "%s", status)
-		} else if loadErr != nil {
-			status = fmt.Sprintf("not loaded: the policy set has errors elsewhere; still serving policy set %s", r.Engine.Version())
-		}
-		if cm.Annotations[AnnotationStatus] == status {
-			continue
-		}
-		if !concerned && loadErr == nil {
-			r.Recorder.Eventf(cm, nil, corev1.EventTypeNormal, "PolicyLoaded", "Load", "%s", status)
-		}
-		patch := client.MergeFrom(cm.DeepCopy())
-		if cm.Annotations == nil {
-			cm.Annotations = map[string]string{}
-		}
-		cm.Annotations[AnnotationStatus] = status
-		if err := r.Client.Patch(ctx, cm, patch); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// mentions says whether an error names one of the ConfigMap's modules
-// (module files are named "<configmap>/<key>").
-func mentions(err error, cmName string) bool {
-	var ce *engine.CompileError
-	if !errors.As(err, &ce) {
-		return true
-	}
-	return strings.Contains(err.Error(), cmName+"/")
 }

@@ -78,10 +78,14 @@ func TestReloadFromConfigMaps(t *testing.T) {
 	}
 	defaultVersion := eng.Version()
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Recorder: events.NewFakeRecorder(100)}
+	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Status: &StatusReporter{Client: c, Recorder: events.NewFakeRecorder(100)}}
 	reconcile := func() {
 		t.Helper()
 		if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
+			t.Fatal(err)
+		}
+		// As on the leader: the outcome is reported.
+		if _, err := r.Status.Reconcile(ctx, ctrl.Request{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,8 +181,11 @@ deny contains "never" if {
 }
 `})
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(exfiltrate).Build()
-	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Recorder: events.NewFakeRecorder(100)}
+	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Status: &StatusReporter{Client: c, Recorder: events.NewFakeRecorder(100)}}
 	if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Status.Reconcile(ctx, ctrl.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "rejected: policy compile error: exfiltrate/exfiltrate.rego:4: builtin http.send is not allowed by mpiguard's policy sandbox: it makes network requests from mpiguard's pod; still serving policy set " + serving

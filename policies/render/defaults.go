@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -38,7 +39,9 @@ type crdSchema struct {
 	file   string
 	once   sync.Once
 	schema *structuralschema.Structural
-	err    error
+	// props is the schema as the apiserver's OpenAPI validator reads it (validate.go).
+	props *apiextensions.JSONSchemaProps
+	err   error
 }
 
 var (
@@ -48,26 +51,26 @@ var (
 )
 
 func (c *crdSchema) get() (*structuralschema.Structural, error) {
-	c.once.Do(func() { c.schema, c.err = loadStructuralSchema(c.file, trainer.GroupVersion.Version) })
+	c.once.Do(func() { c.props, c.schema, c.err = loadStructuralSchema(c.file, trainer.GroupVersion.Version) })
 	return c.schema, c.err
 }
 
-func loadStructuralSchema(file, version string) (*structuralschema.Structural, error) {
+func loadStructuralSchema(file, version string) (*apiextensions.JSONSchemaProps, *structuralschema.Structural, error) {
 	gz, err := crdFiles.ReadFile(file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	data, err := io.ReadAll(zr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal(data, crd); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	for _, v := range crd.Spec.Versions {
 		if v.Name != version || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
@@ -75,15 +78,15 @@ func loadStructuralSchema(file, version string) (*structuralschema.Structural, e
 		}
 		internal := &apiextensions.JSONSchemaProps{}
 		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
-			return nil, fmt.Errorf("%s: converting schema: %w", file, err)
+			return nil, nil, fmt.Errorf("%s: converting schema: %w", file, err)
 		}
 		s, err := structuralschema.NewStructural(internal)
 		if err != nil {
-			return nil, fmt.Errorf("%s: structural schema: %w", file, err)
+			return nil, nil, fmt.Errorf("%s: structural schema: %w", file, err)
 		}
-		return s, nil
+		return internal, s, nil
 	}
-	return nil, fmt.Errorf("%s: no schema for version %s", file, version)
+	return nil, nil, fmt.Errorf("%s: no schema for version %s", file, version)
 }
 
 // ApplyDefaults applies, in place, the defaults the apiserver would apply when these
@@ -124,8 +127,11 @@ func defaultFromSchema(cs *crdSchema, obj client.Object) error {
 	if err != nil {
 		return err
 	}
+	// utiljson keeps integers int64, as the apiserver's decoder does: through
+	// float64, an activeDeadlineSeconds above 2^53 would change and one near
+	// 2^63 would not decode back at all.
 	var u map[string]any
-	if err := json.Unmarshal(data, &u); err != nil {
+	if err := utiljson.Unmarshal(data, &u); err != nil {
 		return err
 	}
 	structuraldefaulting.Default(u, s)

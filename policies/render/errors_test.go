@@ -102,10 +102,12 @@ func TestRenderErrors(t *testing.T) {
 			}()},
 			wantErr: `has spec.mlPolicy.mpi.mpiImplementation "MPICH", but Trainer v2.3.0 only builds OpenMPI launchers`,
 		},
-		"runtime patch for a replicated job the runtime lacks is ignored by the Trainer, not a crash": {
+		// The Trainer would drop the patch, and its webhook refuses the TrainJob:
+		// refused here too, so it is never allowed without a word (hostile table).
+		"runtime patch for a replicated job the runtime lacks": {
 			in: Input{TrainJob: defaulted(trainJob(numNodes(1), nodeSelectorPatch("x.io/m", map[string]string{"a": "b"}, "ghost"))),
 				Runtime: defaultedRuntime(mpiRuntime())},
-			wantErr: "",
+			wantErr: `spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].name: Invalid value: "ghost"`,
 		},
 	}
 	r := renderer(t)

@@ -78,6 +78,15 @@ type ReplicatedJobView struct {
 	PodTemplate corev1.PodTemplateSpec
 	// PerPod is what one pod is charged against ResourceQuota.
 	PerPod Charge
+	// Requested is the pod template's metadata without the Input.OwnManager
+	// entry; nil when the TrainJob has none (PodTemplate's is the same).
+	Requested *PodMetadata
+}
+
+// PodMetadata is what a pod template's labels and annotations are.
+type PodMetadata struct {
+	Labels      map[string]string
+	Annotations map[string]string
 }
 
 // Charge is what ResourceQuota counts for a set of pods, computed the way the

@@ -2,6 +2,8 @@ package render
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,7 @@ func templateProblems(spec *corev1.PodSpec, podPath *field.Path) field.ErrorList
 	if spec.Resources != nil {
 		errs = append(errs, resourceProblems(spec.Resources, podPath.Child("resources"))...)
 	}
+	errs = append(errs, podSpecProblems(spec, podPath)...)
 	return errs
 }
 
@@ -85,10 +88,14 @@ const hangHint = "the apiserver would reject the pods, so the TrainJob would be 
 func resourceProblems(res *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	limPath, reqPath := path.Child("limits"), path.Child("requests")
-	for name, q := range res.Limits {
-		errs = append(errs, quantityProblems(name, q, limPath.Key(string(name)))...)
+	// In name order: the problems end up in denial messages and the decision
+	// log, which must not change from one evaluation of a job to the next
+	// (FuzzRender found map order reaching them).
+	for _, name := range slices.Sorted(maps.Keys(res.Limits)) {
+		errs = append(errs, quantityProblems(name, res.Limits[name], limPath.Key(string(name)))...)
 	}
-	for name, q := range res.Requests {
+	for _, name := range slices.Sorted(maps.Keys(res.Requests)) {
+		q := res.Requests[name]
 		p := reqPath.Key(string(name))
 		errs = append(errs, quantityProblems(name, q, p)...)
 		limit, hasLimit := res.Limits[name]

@@ -45,6 +45,12 @@ type Input struct {
 	LimitRanges []corev1.LimitRange
 	// RuntimeClasses of the cluster: a pod's runtimeClassName adds its pod overhead.
 	RuntimeClasses []nodev1.RuntimeClass
+	// OwnManager is the manager of the caller's own spec.runtimePatches entry
+	// (mpiguard's). When the TrainJob has one, each ReplicatedJobView's
+	// Requested says what its pod template's labels and annotations are
+	// without it: what the runtime and everyone else asked for, which the
+	// caller's entry, applied last, may override.
+	OwnManager string
 }
 
 // Renderer renders TrainJobs with the Kubeflow Trainer's own runtime framework.
@@ -160,7 +166,11 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	if err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: reading the rendered JobSet: %w", trainJob.Name, err)
 	}
-	return buildView(trainJob, runtimeObj, jobSet, replicaCounts(jobSetApply), hostfile, in.LimitRanges, in.RuntimeClasses), nil
+	view = buildView(trainJob, runtimeObj, jobSet, replicaCounts(jobSetApply), hostfile, in.LimitRanges, in.RuntimeClasses)
+	if err := r.addRequested(view, runtimeObj, trainJob, spec, in.OwnManager); err != nil {
+		return nil, fmt.Errorf("render: TrainJob %s: merging the runtime patches other than %s's: %w", trainJob.Name, in.OwnManager, err)
+	}
+	return view, nil
 }
 
 // typedJobSet converts the JobSet apply configuration to the typed JobSet: both
@@ -259,6 +269,9 @@ func prepareInput(in Input) (*trainer.TrainJob, client.Object, *trainer.Training
 	}
 	if err := checkDefaulted(spec.MLPolicy, kind, runtimeObj.GetName()); err != nil {
 		return nil, nil, nil, err
+	}
+	if err := patchTargetsError(trainJob, spec, kind, runtimeObj.GetName()); err != nil {
+		return nil, nil, nil, fmt.Errorf("render: TrainJob %s: %w", trainJob.Name, err)
 	}
 	return trainJob, runtimeObj, spec, nil
 }

@@ -41,7 +41,12 @@ const (
 	ReasonPublishFailed = "PublishFailed"
 )
 
+// RBAC (ClusterRole: ClusterTrainingRuntimes are cluster-scoped):
+//
+// Publishes the curated runtimes by server-side apply (patch; create when
+// absent), puts back an edited spec (update) and watches for deletion or edits.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes,verbs=get;list;watch;create;update;patch
+// Events on the runtimes (cluster-scoped objects: they land in "default").
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler publishes one curated runtime per request (keyed by name).

@@ -49,12 +49,26 @@ type Options struct {
 // DefaultOptions runs the controller.
 func DefaultOptions() Options { return Options{Enabled: true, Poll: 10 * time.Second} }
 
-// +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests/status,verbs=get;update;patch
+// RBAC (ClusterRole: a RuntimeTest, and so its smoke-test TrainJob, may be in
+// any namespace):
+//
+// Reads RuntimeTests; it never writes their spec or metadata (no update, patch).
+// +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests,verbs=get;list;watch
+// Writes the verdict with a status update (no get, patch: reads come from the cache).
+// +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests/status,verbs=update
+// The smoke-test TrainJob's controller reference blocks the RuntimeTest's
+// deletion (blockOwnerDeletion needs update on the owner's finalizers).
 // +kubebuilder:rbac:groups=mpiguard.io,resources=runtimetests/finalizers,verbs=update
+// Creates the smoke-test TrainJob, watches it, and deletes it after the verdict.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;create;delete
+// The runtime under test (its MPI implementation and launcher layout).
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods;configmaps,verbs=get;list;watch
+// Watches the smoke-test job's pods (Launcher and Workers) for the verdict.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Reads, by name and live (never cached, never listed), the hostfile
+// ConfigMap the Trainer renders for the smoke-test job: get only.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// Events on the RuntimeTest, in its namespace.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler drives one RuntimeTest.

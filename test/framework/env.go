@@ -51,6 +51,19 @@ type Options struct {
 	// 0 or 1: one manager on that address, no leader election. Setup runs on
 	// every replica.
 	Replicas int
+	// ManagerConfig, when set, returns the identity mpiguard's managers run
+	// as instead of the admin's Config: a ServiceAccount bound only to the
+	// RBAC config/ ships, for example. It runs once the control plane and
+	// mpiguard's namespace exist, before any manager starts.
+	ManagerConfig func(ctx context.Context, e *Env) (*rest.Config, error)
+	// Metrics serves each replica's metrics as `mpiguard serve` does (HTTPS,
+	// every scrape authenticated and authorized by the apiserver) on a free
+	// loopback port, Replica.MetricsAddr; off, metrics are not served.
+	Metrics bool
+	// ClientAuth runs mpiguard with --client-ca, and the kube-apiserver with
+	// an AdmissionConfiguration that presents a client certificate that CA
+	// signed (common name WebhookClientName) to webhooks.
+	ClientAuth bool
 }
 
 // Env is a running integration environment.
@@ -69,6 +82,19 @@ type Env struct {
 	LogDir string
 	// PolicyNamespace is mpiguard's own namespace (policy ConfigMaps live there).
 	PolicyNamespace string
+	// ManagerConfig is the identity mpiguard's managers run as: Config unless
+	// Options.ManagerConfig gave another.
+	ManagerConfig *rest.Config
+	// WebhookClientCA signs the kube-apiserver's webhook client certificate
+	// when Options.ClientAuth is on; nil otherwise.
+	WebhookClientCA *TestCA
+
+	// clientCA is mpiguard's --client-ca file when Options.ClientAuth is on.
+	clientCA string
+	// opts and components are what the replicas were started with
+	// (StartExtraReplica starts one more alike).
+	opts       Options
+	components app.Options
 
 	logs []*os.File
 	// runDir holds the control plane's shims and files (parentdeath.go).
@@ -94,6 +120,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		fmt.Fprintf(os.Stderr, "killed %d kube-apiserver/etcd processes orphaned by an earlier test run (pids %v)\n", len(killed), killed)
 	}
 	removeStaleRunDirs()
+	mutating, validating, err := shippedWebhooks()
+	if err != nil {
+		return nil, err
+	}
 	e := &Env{}
 	if e.LogDir, err = newLogDir(opts.Name); err != nil {
 		return nil, err
@@ -102,16 +132,17 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
+		// The kustomize build of config/webhook, as it ships (webhooks.go).
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths:                    []string{filepath.Join(RepoRoot(), "config", "webhook", "manifests.yaml")},
-			IgnoreErrorIfPathMissing: true,
+			MutatingWebhooks:   mutating,
+			ValidatingWebhooks: validating,
 		},
 		ControlPlaneStopTimeout: 30 * time.Second,
 	}
 	if err := e.wireLogs(); err != nil {
 		return nil, err
 	}
-	if err := e.startControlPlane(); err != nil {
+	if err := e.startControlPlane(opts.ClientAuth); err != nil {
 		e.closeLogs()
 		return nil, fmt.Errorf("starting kube-apiserver and etcd (logs in %s): %w", e.LogDir, err)
 	}
@@ -159,6 +190,15 @@ func (e *Env) startManagers(ctx context.Context, opts Options) error {
 		return fmt.Errorf("creating mpiguard's namespace: %w", err)
 	}
 	e.PolicyNamespace = own.Name
+	e.opts, e.components = opts, components
+	e.ManagerConfig = e.Config
+	if opts.ManagerConfig != nil {
+		cfg, err := opts.ManagerConfig(ctx, e)
+		if err != nil {
+			return fmt.Errorf("the managers' identity (Options.ManagerConfig): %w", err)
+		}
+		e.ManagerConfig = cfg
+	}
 	wh := e.Testenv.WebhookInstallOptions
 	if opts.Replicas <= 1 {
 		r, err := e.startReplica(ctx, opts, components, replicaConfig{host: wh.LocalServingHost, port: wh.LocalServingPort, decisionLog: "decisions.jsonl"})
@@ -203,7 +243,7 @@ func (e *Env) startManagers(ctx context.Context, opts Options) error {
 // a thread kept for them, so that they die with this process, and with their
 // files in a run folder (parentdeath.go). If it fails, whatever it started is
 // stopped.
-func (e *Env) startControlPlane() error {
+func (e *Env) startControlPlane(clientAuth bool) error {
 	var err error
 	if e.runDir, err = newRunDir(e.Testenv.BinaryAssetsDirectory); err != nil {
 		return fmt.Errorf("making the control plane's run folder: %w", err)
@@ -218,6 +258,12 @@ func (e *Env) startControlPlane() error {
 		return err
 	}
 	api.CertDir, cp.Etcd.DataDir = filepath.Join(e.runDir, "apiserver-certs"), filepath.Join(e.runDir, "etcd-data")
+	if clientAuth {
+		if e.clientCA, err = e.configureWebhookClientCert(filepath.Join(e.runDir, "webhook-client")); err != nil {
+			e.releaseControlPlane()
+			return fmt.Errorf("configuring the apiserver's webhook client certificate: %w", err)
+		}
+	}
 	e.releaseThread, err = startOnOwnThread(func() error {
 		var err error
 		e.Config, err = e.Testenv.Start()

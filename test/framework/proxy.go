@@ -26,6 +26,8 @@ type Proxy struct {
 	next     atomic.Uint64
 	drop     atomic.Int64
 	dropped  atomic.Int64
+	// down: every connection is closed at once (SetDown).
+	down atomic.Bool
 
 	mu     sync.Mutex
 	open   map[net.Conn]struct{}
@@ -78,6 +80,16 @@ func (p *Proxy) Accepted() []int64 {
 // apiserver's next admission: the mutating webhook's, for TrainJobs.
 func (p *Proxy) DropNextResponses(n int) { p.drop.Store(int64(n)) }
 
+// SetDown(true) makes mpiguard unreachable, as when every pod is down: the
+// proxy closes each connection it accepts, and the ones it is forwarding, so
+// every webhook call fails. SetDown(false) serves again.
+func (p *Proxy) SetDown(down bool) {
+	p.down.Store(down)
+	if down {
+		p.CloseConnections()
+	}
+}
+
 // Dropped says how many responses DropNextResponses has dropped so far.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
 
@@ -114,6 +126,10 @@ func (p *Proxy) serve() {
 		if !p.track(client) {
 			_ = client.Close()
 			return
+		}
+		if p.down.Load() {
+			p.untrack(client)
+			continue
 		}
 		p.wg.Add(1)
 		go func() {

@@ -34,6 +34,12 @@ type Replica struct {
 	DecisionLog string
 	// Addr is where this replica's webhook server listens.
 	Addr string
+	// ProbeAddr is where it serves /healthz and /readyz; "" when it serves
+	// none (only StartExtraReplica's replicas do).
+	ProbeAddr string
+	// MetricsAddr is where it serves /metrics over HTTPS when
+	// Options.Metrics is on; "" otherwise.
+	MetricsAddr string
 
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -50,6 +56,8 @@ type replicaConfig struct {
 	decisionLog string
 	// leaderElect also sets what only a second manager in this process needs.
 	leaderElect bool
+	// probeAddr serves /healthz and /readyz there; "" serves no probes.
+	probeAddr string
 }
 
 // startReplica builds a manager exactly as `mpiguard serve` does, sets up the
@@ -59,7 +67,20 @@ func (e *Env) startReplica(ctx context.Context, opts Options, components app.Opt
 	so.WebhookHost, so.WebhookPort = rc.host, rc.port
 	so.CertDir = e.Testenv.WebhookInstallOptions.LocalServingCertDir
 	so.MetricsAddr, so.ProbeAddr = "0", "0"
+	if rc.probeAddr != "" {
+		so.ProbeAddr = rc.probeAddr
+	}
+	if opts.Metrics {
+		ports, err := freeLoopbackPorts(rc.host, 1, rc.port)
+		if err != nil {
+			return nil, fmt.Errorf("finding a metrics port (replica %d): %w", rc.index, err)
+		}
+		so.MetricsAddr = net.JoinHostPort(rc.host, strconv.Itoa(ports[0]))
+	}
 	so.EnableHTTP2 = opts.EnableHTTP2
+	if e.clientCA != "" {
+		so.ClientCA, so.ClientCertNames = e.clientCA, []string{WebhookClientName}
+	}
 	so.GracefulShutdownTime = 10 * time.Second
 	if rc.leaderElect {
 		so.LeaderElect = true
@@ -70,11 +91,18 @@ func (e *Env) startReplica(ctx context.Context, opts Options, components app.Opt
 		// them, so a duplicate within app.Setup is caught.
 		so.SkipControllerNameValidation = rc.index > 0
 	}
-	mgr, err := app.NewManager(e.Config, so)
+	cfg := e.ManagerConfig
+	if cfg == nil {
+		cfg = e.Config
+	}
+	mgr, err := app.NewManager(cfg, so)
 	if err != nil {
 		return nil, err
 	}
 	r := &Replica{Manager: mgr, Addr: net.JoinHostPort(rc.host, strconv.Itoa(rc.port)), done: make(chan struct{})}
+	if opts.Metrics {
+		r.MetricsAddr = so.MetricsAddr
+	}
 	if components.Policies.DecisionLog == "stdout" {
 		// Keep test output readable: decisions go next to the control plane's logs.
 		components.Policies.DecisionLog = filepath.Join(e.LogDir, rc.decisionLog)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	schedulerpluginsv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
@@ -37,24 +39,40 @@ func SchedulerPluginsPodGroupCRD() (string, error) {
 // Gang-scheduling plugins stay idle unless their PodGroup CRDs are installed.
 func TrainerController(ctx context.Context, mgr ctrl.Manager) error {
 	// The gang-scheduling plugins watch PodGroups when their CRDs are installed
-	// (see SchedulerPluginsPodGroupCRD); the manager's client must know the types.
+	// (see SchedulerPluginsPodGroupCRD); the clients must know the types.
 	if err := schedulerpluginsv1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
 		return err
 	}
 	if err := volcanov1beta1.AddToScheme(mgr.GetScheme()); err != nil {
 		return err
 	}
+	// In a cluster the Trainer is its own process with its own cache; it
+	// gets its own manager here too, since mpiguard's cache holds only what
+	// mpiguard reads (ConfigMaps of its own namespace, JobSet pods), not the
+	// hostfile ConfigMaps and snapshots the Trainer reads in job namespaces.
+	// Added to mpiguard's manager, it starts and stops with it, and on a
+	// leader only, so several replicas still run one Trainer.
+	tm, err := ctrl.NewManager(mgr.GetConfig(), ctrl.Options{
+		Scheme:                 mgr.GetScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("creating the Trainer's manager: %w", err)
+	}
 	cfg := &configapi.Configuration{}
 	configapi.SetDefaults_Configuration(cfg)
-	runtimes, err := runtimecore.New(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), cfg)
+	runtimes, err := runtimecore.New(ctx, tm.GetClient(), tm.GetFieldIndexer(), cfg)
 	if err != nil {
 		return fmt.Errorf("initialising the Trainer's runtimes: %w", err)
 	}
 	// Controller names are global to the binary in controller-runtime; suites start one
 	// manager, but skipping the check keeps a second Start in one binary possible.
 	opts := controller.Options{SkipNameValidation: ptr.To(true)}
-	if failed, err := trainercontroller.SetupControllers(mgr, runtimes, opts); err != nil {
+	if failed, err := trainercontroller.SetupControllers(tm, runtimes, opts); err != nil {
 		return fmt.Errorf("setting up the Trainer's %s controller: %w", failed, err)
 	}
-	return nil
+	// A RunnableFunc, not tm itself: a manager has a cache, and runnables with
+	// one start on every replica, not only the leader.
+	return mgr.Add(manager.RunnableFunc(tm.Start))
 }

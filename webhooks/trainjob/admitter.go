@@ -30,8 +30,10 @@ type admitter struct {
 	// batches runs the quota decisions of each namespace in batches (batch.go).
 	batches *batches[*quotaDecision]
 	// grace is how long an entry is taken on trust before its TrainJob must show.
-	grace   time.Duration
-	metrics webhookMetrics
+	grace time.Duration
+	// maxUnconfirmed caps the entries a namespace holds on trust (0: no cap).
+	maxUnconfirmed int
+	metrics        webhookMetrics
 }
 
 // evaluation is one request on its way through the pipeline.
@@ -66,6 +68,17 @@ func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evalua
 		// admission block the Trainer from removing its finalizer.
 		return ev, nil
 	}
+	if ev.old != nil && onlySuspends(ev.old, ev.job) {
+		// Switching a job to suspended is always allowed, even when it now
+		// breaks a policy tightened since it was admitted: suspending stops
+		// its pods, it starts nothing (Kueue preempts this way). Skipped by
+		// both webhooks, so the mutating one adds nothing either. Resuming it
+		// is evaluated in full (startsPods). The webhook configuration's
+		// not-only-suspending matchCondition keeps these requests from
+		// mpiguard in the first place; this is the same rule for a cluster
+		// where they arrive anyway.
+		return ev, nil
+	}
 	rt, err := a.cluster.runtimeOf(ctx, ev.job)
 	if err != nil {
 		return nil, err
@@ -78,7 +91,8 @@ func (a *admitter) evaluate(ctx context.Context, req admission.Request) (*evalua
 		return nil, err
 	}
 	ev.nsc = nsc
-	view, err := a.renderer.Render(ctx, render.Input{TrainJob: ev.job, Runtime: rt, LimitRanges: nsc.LimitRanges, RuntimeClasses: nsc.RuntimeClasses})
+	view, err := a.renderer.Render(ctx, render.Input{TrainJob: ev.job, Runtime: rt, LimitRanges: nsc.LimitRanges, RuntimeClasses: nsc.RuntimeClasses,
+		OwnManager: engine.AdmissionManager})
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +145,19 @@ func specChanged(old, job *trainer.TrainJob) bool {
 		return false
 	}
 	return !equality.Semantic.DeepEqual(old.Spec, job.Spec)
+}
+
+// onlySuspends says whether an UPDATE switches the job to suspended and
+// changes nothing else in spec. An update that suspends and also changes
+// something else is evaluated like any other: the other change is the user's
+// to justify, and the job would carry it on when resumed.
+func onlySuspends(old, job *trainer.TrainJob) bool {
+	if ptr.Deref(old.Spec.Suspend, false) || !ptr.Deref(job.Spec.Suspend, false) {
+		return false
+	}
+	before := old.Spec.DeepCopy()
+	before.Suspend = job.Spec.Suspend
+	return equality.Semantic.DeepEqual(*before, job.Spec)
 }
 
 // startsPods says whether admitting this request lets the job create pods that

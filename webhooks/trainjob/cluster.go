@@ -12,9 +12,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// RBAC (ClusterRole: the webhooks judge TrainJobs of every namespace, from the
+// manager's cache, so each of these is listed and watched cluster-wide):
+//
+// The namespace's other TrainJobs (aggregate quota, pending jobs).
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
+// The runtime a TrainJob references, rendered into its pods.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
+// Namespace labels and annotations (exemptions, parameters), the quota and
+// limit ranges the job's pods will be charged against, and the pods of jobs
+// that already run (only pods with a JobSet label are cached).
 // +kubebuilder:rbac:groups="",resources=namespaces;resourcequotas;limitranges;pods,verbs=get;list;watch
+// RuntimeClass overhead counts against the quota.
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 
 // cluster reads, from the manager's cache, the objects a TrainJob's decision depends on.

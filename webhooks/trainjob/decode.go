@@ -1,6 +1,7 @@
 package trainjob
 
 import (
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 
@@ -24,6 +25,14 @@ func decodeTrainJob(raw runtime.RawExtension, into *trainer.TrainJob) error {
 		return errors.New("the request carries no object")
 	}
 	if err := json.Unmarshal(raw.Raw, into); err != nil {
+		// goccy's message can miss the field: for activeDeadlineSeconds 1e+30
+		// it said "expected comma after object element". encoding/json's
+		// names it ("cannot unmarshal number 1e+30 into Go struct field
+		// TrainJobSpec.spec.activeDeadlineSeconds of type int64"); only
+		// refused objects pay for the second decode.
+		if stdErr := stdjson.Unmarshal(raw.Raw, &trainer.TrainJob{}); stdErr != nil {
+			return stdErr
+		}
 		return err
 	}
 	// GroupVersionKind would read a malformed apiVersion as none at all.

@@ -74,3 +74,14 @@ func TestDecodeTrainJobRejectsOtherObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeErrorNamesTheField: a value of the wrong type is refused with a
+// message naming the field (found by the hostile-input table: goccy said only
+// "expected comma after object element" for activeDeadlineSeconds 1e+30).
+func TestDecodeErrorNamesTheField(t *testing.T) {
+	raw := []byte(`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"activeDeadlineSeconds":1e+30,"runtimeRef":{"name":"r"}}}`)
+	err := decodeTrainJob(runtime.RawExtension{Raw: raw}, &trainer.TrainJob{})
+	if err == nil || !strings.Contains(err.Error(), "activeDeadlineSeconds") {
+		t.Fatalf("error %v does not name spec.activeDeadlineSeconds", err)
+	}
+}

@@ -13,7 +13,14 @@ var reservationWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Writes of QuotaReservation entries by admission, by result (ok, conflict, error).",
 }, []string{"result"})
 
-func init() { metrics.Registry.MustRegister(reservationWrites) }
+// unconfirmedRefusals counts requests refused because their namespace held as
+// many reservations on trust as allowed (reserve.go, tooManyUnconfirmed).
+var unconfirmedRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mpiguard_quota_reservation_unconfirmed_refusals_total",
+	Help: "TrainJob creates and resumes refused because their namespace already held --max-unconfirmed-reservations reservations whose TrainJob had not appeared.",
+}, []string{"namespace"})
+
+func init() { metrics.Registry.MustRegister(reservationWrites, unconfirmedRefusals) }
 
 type webhookMetrics struct{}
 

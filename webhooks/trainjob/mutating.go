@@ -2,7 +2,6 @@ package trainjob
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -25,15 +24,12 @@ func (m Mutator) Handle(ctx context.Context, req admission.Request) admission.Re
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	mutated := ev.job.DeepCopy()
-	if !d.Apply(mutated) {
-		return admission.Allowed("")
-	}
-	// encoding/json, not goccy/go-json: goccy v0.10.6 ignores `omitzero` and
-	// would write an empty status the patch then adds.
-	raw, err := json.Marshal(mutated)
+	ops, err := patchOperations(req.Object.Raw, ev.job, d)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	if len(ops) == 0 {
+		return admission.Allowed("")
+	}
+	return admission.Patched("", ops...)
 }

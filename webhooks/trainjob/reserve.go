@@ -105,7 +105,8 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 			v.answerAll(pending, failClosed(err))
 			return
 		}
-		quotas, holders, err := v.quotaState(ctx, ns, nsc, res)
+		state, err := v.quotaState(ctx, ns, nsc, res)
+		quotas, holders := state.quotas, state.holders
 		if err != nil {
 			v.answerAll(pending, failClosed(err))
 			return
@@ -136,6 +137,16 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 			parts := quota.PartsOf(ev.request.View, quotas)
 			if len(parts) == 0 {
 				qd.answer(v.respond(ev, d))
+				continue
+			}
+			if v.maxUnconfirmed > 0 && state.unconfirmed+len(entries) >= v.maxUnconfirmed {
+				// Refused only on a live read, as a denial is: the
+				// entries seen may have been released since.
+				if live {
+					qd.answer(v.tooManyUnconfirmed(qd, state.unconfirmed+len(entries)))
+				} else {
+					again = append(again, qd)
+				}
 				continue
 			}
 			entries = append(entries, v.entry(qd.req, ev, parts))
@@ -197,6 +208,24 @@ func (v Validator) notRecorded(qd *quotaDecision, err error) admission.Response 
 	return v.respond(qd.ev, d)
 }
 
+// tooManyUnconfirmed is the answer to a request that would add an entry to a
+// namespace that already has as many held on trust as --max-unconfirmed-reservations
+// allows: creates admitted whose TrainJob has not appeared. A namespace cannot
+// be filled with reservations that never materialise (a burst of forged
+// reviews, or creates the apiserver refuses after admission); they are
+// released after the grace, and then this request, retried, is decided.
+func (v Validator) tooManyUnconfirmed(qd *quotaDecision, n int) admission.Response {
+	unconfirmedRefusals.WithLabelValues(qd.ev.job.Namespace).Inc()
+	d := qd.decision
+	d.Allowed = false
+	d.Violations = append(d.Violations, engine.Violation{
+		Policy: reservationPolicy, Action: engine.EnforceDeny, Field: "spec.trainer",
+		Message: fmt.Sprintf("namespace %s already holds %d quota reservations of TrainJobs admitted but not yet created (limit %d; each is released %s after admission if its TrainJob never appears), so nothing was reserved; retry in a few seconds. If this persists, admission reviews not followed by a create are reaching mpiguard: tell the platform team",
+			qd.ev.job.Namespace, n, v.maxUnconfirmed, v.grace),
+	})
+	return v.respond(qd.ev, d)
+}
+
 func (v Validator) answerAll(qds []*quotaDecision, resp admission.Response) {
 	for _, qd := range qds {
 		qd.answer(resp)
@@ -218,24 +247,32 @@ func othersThan(holders []engine.Reservation, ns, name string) []engine.Reservat
 	return out
 }
 
+// quotaState is what a round of quota decisions in one namespace reads.
+type quotaState struct {
+	quotas  []corev1.ResourceQuota
+	holders []engine.Reservation
+	// unconfirmed counts the entries held on trust (reservations.Unconfirmed).
+	unconfirmed int
+}
+
 // quotaState reads, for the decisions of namespace ns, the ResourceQuotas (live)
 // and what is held against them: every entry of res, and TrainJobs that will
 // create pods but have no entry (admitted before mpiguard kept reservations, or
 // while its webhook was bypassed), each less the pods that exist.
-func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceContext, res *v1alpha1.QuotaReservation) ([]corev1.ResourceQuota, []engine.Reservation, error) {
+func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceContext, res *v1alpha1.QuotaReservation) (quotaState, error) {
 	var pods corev1.PodList
 	if err := v.cluster.reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing the pods of %q: %w", ns, err)
+		return quotaState{}, fmt.Errorf("listing the pods of %q: %w", ns, err)
 	}
 	quotas, err := v.liveQuotas(ctx, ns)
 	if err != nil {
-		return nil, nil, err
+		return quotaState{}, err
 	}
 	existing := reservations.ExistingPods(pods.Items)
 	holders := reservations.Holders(res, existing)
 	var jobs trainer.TrainJobList
 	if err := v.cluster.reader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
+		return quotaState{}, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
 	}
 	for i := range jobs.Items {
 		other := &jobs.Items[i]
@@ -248,13 +285,13 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceCont
 				// A job whose runtime is gone creates no pods: it holds nothing.
 				continue
 			}
-			return nil, nil, fmt.Errorf("rendering TrainJob %s, which holds quota in %q: %w", other.Name, ns, err)
+			return quotaState{}, fmt.Errorf("rendering TrainJob %s, which holds quota in %q: %w", other.Name, ns, err)
 		}
 		if parts := quota.Missing(quota.PartsOf(view, quotas), existing[other.Name]); len(parts) > 0 {
 			holders = append(holders, engine.Reservation{TrainJob: ns + "/" + other.Name, Parts: parts})
 		}
 	}
-	return quotas, holders, nil
+	return quotaState{quotas: quotas, holders: holders, unconfirmed: reservations.Unconfirmed(res, jobs.Items)}, nil
 }
 
 // liveQuotas reads the namespace's ResourceQuotas with their status.used as

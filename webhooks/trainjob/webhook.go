@@ -26,6 +26,13 @@ const (
 	MutatePath   = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
 )
 
+// DefaultMaxUnconfirmedReservations is the default cap of reservations a
+// namespace holds on trust. It is far above what a burst of real submits
+// leaves unconfirmed at once (a create's TrainJob appears within
+// milliseconds of its admission), and keeps a QuotaReservation object far
+// below etcd's object size limit.
+const DefaultMaxUnconfirmedReservations = 500
+
 // Options configures the TrainJob webhooks.
 type Options struct {
 	// Engine evaluates the policies; it is shared with the policy reloader.
@@ -36,6 +43,11 @@ type Options struct {
 	// TrainJob must exist (default 30s): a create that fails after admission,
 	// or a forged review, stops holding quota after it.
 	ReservationGrace time.Duration
+	// MaxUnconfirmedReservations caps, per namespace, the reservations held
+	// on trust: creates admitted whose TrainJob has not appeared (default
+	// 500; negative: no cap). A further create or resume in that namespace
+	// is refused with "retry" until some are confirmed or released.
+	MaxUnconfirmedReservations int
 	// Namespace is mpiguard's own namespace, which holds the QuotaReservations.
 	Namespace string
 }
@@ -48,13 +60,20 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ReservationGrace == 0 {
 		opts.ReservationGrace = 30 * time.Second
 	}
+	switch {
+	case opts.MaxUnconfirmedReservations == 0:
+		opts.MaxUnconfirmedReservations = DefaultMaxUnconfirmedReservations
+	case opts.MaxUnconfirmedReservations < 0:
+		opts.MaxUnconfirmedReservations = 0
+	}
 	a := &admitter{
-		cluster:      cluster{reader: mgr.GetClient(), live: mgr.GetAPIReader()},
-		renderer:     opts.Renderer,
-		engine:       opts.Engine,
-		views:        newViewCache(4096),
-		grace:        opts.ReservationGrace,
-		reservations: reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),
+		cluster:        cluster{reader: mgr.GetClient(), live: mgr.GetAPIReader()},
+		renderer:       opts.Renderer,
+		engine:         opts.Engine,
+		views:          newViewCache(4096),
+		grace:          opts.ReservationGrace,
+		maxUnconfirmed: opts.MaxUnconfirmedReservations,
+		reservations:   reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),
 	}
 	v := Validator{a}
 	a.batches = newBatches(v.decideBatch)

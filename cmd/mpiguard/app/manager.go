@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -26,6 +25,20 @@ import (
 // TLS webhook server (certificates hot-reloaded by controller-runtime's certwatcher),
 // metrics, probes and optional leader election.
 func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
+	tlsOpts := webhookTLSOptions(o.EnableHTTP2)
+	if o.ClientCA != "" {
+		opt, err := clientAuthTLSOption(o.ClientCA, o.ClientCertNames)
+		if err != nil {
+			return nil, err
+		}
+		tlsOpts = append(tlsOpts, opt)
+	} else if len(o.ClientCertNames) > 0 {
+		return nil, fmt.Errorf("--client-cert-names needs --client-ca")
+	}
+	metrics, err := metricsOptions(o)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     Scheme(),
 		Controller: config.Controller{SkipNameValidation: optional(o.SkipControllerNameValidation)},
@@ -36,9 +49,9 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 			CertDir:  o.CertDir,
 			CertName: o.CertName,
 			KeyName:  o.KeyName,
-			TLSOpts:  webhookTLSOptions(o.EnableHTTP2),
+			TLSOpts:  tlsOpts,
 		}),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -61,6 +74,13 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 	// AdmissionReview to a pod that cannot answer it.
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return nil, err
+	}
+	// ...and only once the caches the webhooks decide with are synced
+	// (readiness.go); setupPolicies adds the policy ConfigMaps' first load.
+	if o.Components.TrainJobWebhooks {
+		if err := addCacheReadiness(mgr); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }
@@ -118,9 +138,14 @@ func cacheOptions(ownNamespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJobSet)},
-			// Only policy ConfigMaps are watched (policies/reload); caching every
-			// ConfigMap of the cluster would cost memory for nothing.
-			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*isPolicy)},
+			// Only policy ConfigMaps are watched (policies/reload), and only in
+			// mpiguard's own namespace: a cluster-wide informer would let any
+			// tenant fill mpiguard's memory with labelled ConfigMaps (and would
+			// need list/watch on every ConfigMap of the cluster).
+			&corev1.ConfigMap{}: {
+				Namespaces: map[string]cache.Config{ownNamespace: {}},
+				Label:      labels.NewSelector().Add(*isPolicy),
+			},
 			// QuotaReservations live in mpiguard's own namespace only.
 			&quotav1alpha1.QuotaReservation{}: {Namespaces: map[string]cache.Config{ownNamespace: {}}},
 		}}

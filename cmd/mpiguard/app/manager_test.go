@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestWebhookTLSOptionsOfferHTTP2OnlyWhenEnabled(t *testing.T) {
@@ -50,4 +51,28 @@ func TestServeDefaultsKeepControllerRuntimeLeaderElection(t *testing.T) {
 	if p := optional(3 * time.Second); p == nil || *p != 3*time.Second {
 		t.Errorf("optional(3s) = %v", p)
 	}
+}
+
+// TestConfigMapsAreCachedFromOwnNamespaceOnly: a tenant's labelled ConfigMap
+// must not land in mpiguard's memory (test/integration/rbac checks the same
+// against the apiserver, under the shipped RBAC).
+func TestConfigMapsAreCachedFromOwnNamespaceOnly(t *testing.T) {
+	opts := cacheOptions("mpiguard-system")
+	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*corev1.ConfigMap); !ok {
+			continue
+		}
+		var namespaces []string
+		for ns := range by.Namespaces {
+			namespaces = append(namespaces, ns)
+		}
+		if diff := cmp.Diff([]string{"mpiguard-system"}, namespaces); diff != "" {
+			t.Errorf("ConfigMap cache namespaces (-want +got):\n%s", diff)
+		}
+		if by.Label == nil || by.Label.String() != "mpiguard.io/policy" {
+			t.Errorf("ConfigMap cache label selector = %v, want mpiguard.io/policy", by.Label)
+		}
+		return
+	}
+	t.Fatal("cacheOptions has no ConfigMap entry: every ConfigMap of the cluster would be cached")
 }

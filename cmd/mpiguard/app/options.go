@@ -27,9 +27,23 @@ type ServeOptions struct {
 	// HTTP/2, costs the webhook more CPU per review over it
 	// (docs/performance.md). The apiserver falls back to HTTP/1.1 by itself.
 	EnableHTTP2 bool
+	// ClientCA, when set, is a PEM file of the CA that signs the
+	// kube-apiserver's webhook client certificate: the webhook server then
+	// refuses every caller without a certificate it signed (clientauth.go).
+	ClientCA string
+	// ClientCertNames, with ClientCA, also requires the client certificate's
+	// common name or a DNS name to be one of them.
+	ClientCertNames []string
 
-	MetricsAddr string
-	ProbeAddr   string
+	// MetricsAddr is where /metrics is served ("0": not at all). With
+	// SecureMetrics (the default) it is HTTPS, and every scrape is
+	// authenticated and authorized by the kube-apiserver (metrics.go);
+	// MetricsCertDir holds tls.crt/tls.key, else the certificate is
+	// self-signed at start-up.
+	MetricsAddr    string
+	SecureMetrics  bool
+	MetricsCertDir string
+	ProbeAddr      string
 
 	LeaderElect          bool
 	LeaderElectionID     string
@@ -63,7 +77,8 @@ func DefaultServeOptions() ServeOptions {
 		CertDir:              "/tmp/k8s-webhook-server/serving-certs",
 		CertName:             "tls.crt",
 		KeyName:              "tls.key",
-		MetricsAddr:          ":8080",
+		MetricsAddr:          ":8443",
+		SecureMetrics:        true,
 		ProbeAddr:            ":8081",
 		LeaderElectionID:     "mpiguard.mpiguard.io",
 		LeaseDuration:        15 * time.Second,
@@ -81,7 +96,11 @@ func (o *ServeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertName, "cert-name", o.CertName, "Certificate file name in --cert-dir.")
 	fs.StringVar(&o.KeyName, "key-name", o.KeyName, "Private key file name in --cert-dir.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Let the webhook server negotiate HTTP/2 (off: HTTP/1.1 only; see CVE-2023-44487).")
+	fs.StringVar(&o.ClientCA, "client-ca", o.ClientCA, "PEM CA file: the webhook server requires a client certificate it signs (the kube-apiserver's, set in its AdmissionConfiguration). Empty: any TLS client is served.")
+	fs.StringSliceVar(&o.ClientCertNames, "client-cert-names", o.ClientCertNames, "With --client-ca: the client certificate's common name or a DNS name must be one of these.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint ('0' disables it).")
+	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS to callers the kube-apiserver authenticates and authorizes (get on /metrics); false: plain HTTP, no authentication.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Folder with the metrics serving certificate (tls.crt, tls.key; reloaded on change). Empty: a self-signed certificate made at start-up.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of the /healthz and /readyz probes.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader for the controllers (webhooks are served by every mpiguard pod).")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")

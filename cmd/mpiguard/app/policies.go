@@ -27,6 +27,9 @@ type PolicyOptions struct {
 	// its TrainJob must exist (a create that failed after admission, a forged
 	// review, a replica that died before answering).
 	ReservationGrace time.Duration
+	// MaxUnconfirmedReservations caps, per namespace, the reservations of
+	// admitted creates whose TrainJob has not appeared yet.
+	MaxUnconfirmedReservations int
 	// Namespace holds the policy ConfigMaps (mpiguard's own namespace).
 	Namespace string
 	// EvalTimeout bounds one evaluation of the policy set; past it the
@@ -40,7 +43,8 @@ func DefaultPolicyOptions() PolicyOptions {
 	if ns == "" {
 		ns = "mpiguard-system"
 	}
-	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout}
+	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout,
+		MaxUnconfirmedReservations: trainjob.DefaultMaxUnconfirmedReservations}
 }
 
 // AddFlags binds policy flags.
@@ -48,6 +52,7 @@ func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
 	fs.StringVar(&o.Namespace, "policy-namespace", o.Namespace, "Namespace of the policy ConfigMaps (labels mpiguard.io/policy=rego|parameters); default: $POD_NAMESPACE.")
 	fs.DurationVar(&o.EvalTimeout, "policy-eval-timeout", o.EvalTimeout, "Deadline of one evaluation of the policy set; a policy that runs past it fails the request closed.")
+	fs.IntVar(&o.MaxUnconfirmedReservations, "max-unconfirmed-reservations", o.MaxUnconfirmedReservations, "Per namespace, how many quota reservations of admitted creates whose TrainJob has not appeared may be held; past it creates and resumes there are refused with 'retry' (negative: no cap).")
 	fs.DurationVar(&o.ReservationGrace, "reservation-grace", o.ReservationGrace, "How long an admitted TrainJob's quota reservation holds before the TrainJob must exist; after it, a reservation whose job never appeared is released.")
 }
 
@@ -82,7 +87,13 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error
 	if err != nil {
 		return fmt.Errorf("loading the embedded policies: %w", err)
 	}
-	if err := reload.SetupWithManager(mgr, eng, base, o.Namespace); err != nil {
+	loader, err := reload.SetupWithManager(mgr, eng, base, o.Namespace)
+	if err != nil {
+		return err
+	}
+	// Ready only once the policy ConfigMaps are loaded: before that, a fresh
+	// pod would decide with the embedded policies alone.
+	if err := mgr.AddReadyzCheck("policies", loader.Ready); err != nil {
 		return err
 	}
 	// Entries of admitted jobs are released by the elected leader once the
@@ -94,5 +105,5 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error
 	if err != nil {
 		return err
 	}
-	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Engine: eng, Renderer: renderer, ReservationGrace: o.ReservationGrace, Namespace: o.Namespace})
+	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Engine: eng, Renderer: renderer, ReservationGrace: o.ReservationGrace, MaxUnconfirmedReservations: o.MaxUnconfirmedReservations, Namespace: o.Namespace})
 }

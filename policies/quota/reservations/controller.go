@@ -22,8 +22,15 @@ import (
 // ControllerName names the controller in logs, metrics and as event reporter.
 const ControllerName = "mpiguard-quota-reservations"
 
+// RBAC (ClusterRole: reserved jobs are in every namespace; the reservations
+// themselves are in mpiguard's namespace, store.go):
+//
+// A reservation entry is released once its TrainJob exists and is charged, or
+// never appeared within the grace.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
+// The job's pods say whether the ResourceQuota counts it already.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Events on what it released, in the object's namespace.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Retirer releases reservation entries that the quota counts now, or that will

@@ -70,3 +70,21 @@ func Finished(job *trainer.TrainJob) bool {
 	return meta.IsStatusConditionTrue(job.Status.Conditions, trainer.TrainJobComplete) ||
 		meta.IsStatusConditionTrue(job.Status.Conditions, trainer.TrainJobFailed)
 }
+
+// Unconfirmed counts the entries of res held on trust: admitted creates whose
+// TrainJob (that name with that UID) is not among jobs. A create the
+// apiserver then refused, or a forged review, stays unconfirmed until its
+// grace ends; admission caps how many a namespace may have at once.
+func Unconfirmed(res *v1alpha1.QuotaReservation, jobs []trainer.TrainJob) int {
+	seen := make(map[string]bool, len(jobs))
+	for i := range jobs {
+		seen[jobs[i].Name+"/"+string(jobs[i].UID)] = true
+	}
+	n := 0
+	for _, e := range res.Spec.Entries {
+		if e.Operation == v1alpha1.OperationCreate && !seen[e.TrainJob+"/"+string(e.UID)] {
+			n++
+		}
+	}
+	return n
+}

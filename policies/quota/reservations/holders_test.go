@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -105,5 +106,32 @@ func TestStartsPods(t *testing.T) {
 				t.Errorf("StartsPods = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnconfirmed(t *testing.T) {
+	held := func(job, uid, op string) v1alpha1.ReservationEntry {
+		e := entry(job, 1)
+		e.UID, e.Operation = types.UID(uid), op
+		return e
+	}
+	job := func(name, uid string) trainer.TrainJob {
+		return trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
+	}
+	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Entries: []v1alpha1.ReservationEntry{
+		held("created", "u1", v1alpha1.OperationCreate),
+		held("never-created", "u2", v1alpha1.OperationCreate),
+		// The same name came back with another UID: the admitted object never appeared.
+		held("recreated", "old", v1alpha1.OperationCreate),
+		// A resume's job exists by definition; it is confirmed by its own rules.
+		held("resumed", "u4", v1alpha1.OperationUpdate),
+		held("forged", "", v1alpha1.OperationCreate),
+	}}}
+	jobs := []trainer.TrainJob{job("created", "u1"), job("recreated", "new"), job("unrelated", "u9")}
+	if got := Unconfirmed(res, jobs); got != 3 {
+		t.Errorf("Unconfirmed = %d, want 3 (never-created, recreated, forged)", got)
+	}
+	if got := Unconfirmed(&v1alpha1.QuotaReservation{}, jobs); got != 0 {
+		t.Errorf("Unconfirmed of an empty reservation = %d", got)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
+// Role in mpiguard's own namespace only (never cluster-wide): QuotaReservations
+// live there.
 // +kubebuilder:rbac:groups=mpiguard.io,resources=quotareservations,verbs=get;list;watch;create;update;delete,namespace=mpiguard-system
 
 // Store reads and writes the QuotaReservations in mpiguard's namespace.

@@ -20,6 +20,10 @@ var env *framework.Env
 // reservationGrace is the suite's --reservation-grace.
 const reservationGrace = 2 * time.Second
 
+// maxUnconfirmed is the suite's --max-unconfirmed-reservations: above the
+// most creates any other spec has admitted in one namespace (10).
+const maxUnconfirmed = 12
+
 func TestAdmission(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Admission")
@@ -30,5 +34,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// A short grace, so specs see a reservation whose TrainJob never appeared
 	// released without waiting the production default.
 	components.Policies.ReservationGrace = reservationGrace
+	components.Policies.MaxUnconfirmedReservations = maxUnconfirmed
 	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission", Components: &components})
 }, NodeTimeout(framework.SuiteStartTimeout))

@@ -3,9 +3,11 @@ package admission
 import (
 	"context"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,5 +46,47 @@ var _ = Describe("updates of admitted TrainJobs", func() {
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		job.Finalizers = nil
 		Expect(env.Client.Update(ctx, job)).To(Succeed())
+	})
+
+	It("always allow suspending a running job, even when it now breaks a tightened policy; other spec changes are evaluated", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, fixtures.MPIRuntime("suspend-"+ns))
+		job := admitted(ctx, fixtures.TrainJob(ns, "running", rt.Name).NumNodes(1).Suspend(false).Obj())
+
+		// The namespace is bound to the eu zone after the job was admitted:
+		// the running job now breaks data-residency.
+		var namespace corev1.Namespace
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
+		namespace.Labels["mpiguard.io/data-residency"] = "eu"
+		Expect(env.Client.Update(ctx, &namespace)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var cached corev1.Namespace
+			g.Expect(env.Manager.GetClient().Get(ctx, client.ObjectKey{Name: ns}, &cached)).To(Succeed())
+			g.Expect(cached.Labels).To(HaveKey("mpiguard.io/data-residency"))
+		}).Should(Succeed())
+
+		// An unrelated spec change (another tool's runtime patch: most of a
+		// running TrainJob's spec is immutable) is evaluated, and denied.
+		changed := job.DeepCopy()
+		changed.Spec.RuntimePatches = append(changed.Spec.RuntimePatches, trainer.RuntimePatch{Manager: "example.com/tuner"})
+		err := env.Client.Update(ctx, changed)
+		Expect(err).To(HaveOccurred(), "an unrelated spec change of a job that breaks data-residency was allowed")
+		Expect(err.Error()).To(ContainSubstring("[data-residency]"))
+
+		// Suspending and changing something else at once: evaluated like any change.
+		both := changed.DeepCopy()
+		both.Spec.Suspend = ptr.To(true)
+		err = env.Client.Update(ctx, both)
+		Expect(err).To(HaveOccurred(), "suspending together with another spec change skipped evaluation")
+		Expect(err.Error()).To(ContainSubstring("[data-residency]"))
+
+		// Suspending alone, as Kueue preempts (a merge patch of spec.suspend): allowed.
+		Expect(env.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`)))).To(Succeed())
+		Expect(job.Spec.Suspend).To(HaveValue(BeTrue()))
+
+		// Resuming starts pods again: evaluated, and denied.
+		err = env.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`)))
+		Expect(err).To(HaveOccurred(), "resuming a job that breaks data-residency was allowed")
+		Expect(err.Error()).To(ContainSubstring("[data-residency]"))
 	})
 })

@@ -127,8 +127,49 @@ var _ = Describe("config/default", func() {
 			err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.FieldOwner("mpiguard-config-test"), client.ForceOwnership)
 			Expect(err).NotTo(HaveOccurred(), "server-side dry-run of %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 		}
-		for _, kind := range []string{"Deployment", "PodDisruptionBudget", "Service", "Issuer", "Certificate", "ValidatingWebhookConfiguration", "ClusterRole", "ServiceAccount"} {
+		for _, kind := range []string{"Deployment", "PodDisruptionBudget", "Service", "Issuer", "Certificate", "ValidatingWebhookConfiguration", "ClusterRole", "ServiceAccount", "NetworkPolicy"} {
 			Expect(kinds).To(HaveKey(kind), "config/default renders no %s", kind)
+		}
+	})
+
+	It("never sends mpiguard metadata-only updates, objects being deleted or suspends (matchConditions)", func() {
+		want := map[string][]string{
+			"mtrainjob.mpiguard.io":               {"not-being-deleted", "spec-changes", "not-only-suspending"},
+			"vtrainjob.mpiguard.io":               {"not-being-deleted", "spec-changes", "not-only-suspending"},
+			"vclustertrainingruntime.mpiguard.io": {"not-being-deleted", "spec-labels-or-annotations-change"},
+			"vtrainingruntime.mpiguard.io":        {"not-being-deleted", "spec-labels-or-annotations-change"},
+		}
+		got := map[string][]string{}
+		for _, o := range build("config/default") {
+			if o.GetKind() != "ValidatingWebhookConfiguration" && o.GetKind() != "MutatingWebhookConfiguration" {
+				continue
+			}
+			webhooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+			for _, w := range webhooks {
+				var hook admissionregistrationv1.ValidatingWebhook
+				Expect(runtimeFromUnstructured(w.(map[string]any), &hook)).To(Succeed())
+				got[hook.Name] = []string{}
+				for _, c := range hook.MatchConditions {
+					got[hook.Name] = append(got[hook.Name], c.Name)
+				}
+			}
+		}
+		Expect(got).To(Equal(want), "every webhook needs its matchConditions (config/webhook/match-conditions-*.yaml)")
+	})
+
+	It("keeps a terminating pod serving until it left the Service, within its grace period", func() {
+		for _, o := range build("config/default") {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			var d appsv1.Deployment
+			Expect(runtimeFromUnstructured(o.Object, &d)).To(Succeed())
+			c := d.Spec.Template.Spec.Containers[0]
+			Expect(c.Lifecycle).NotTo(BeNil())
+			Expect(c.Lifecycle.PreStop).NotTo(BeNil())
+			Expect(c.Lifecycle.PreStop.Sleep).NotTo(BeNil(), "the image has no shell: the preStop delay is the native sleep action")
+			// The grace period covers the delay and the 30 s graceful shutdown.
+			Expect(d.Spec.Template.Spec.TerminationGracePeriodSeconds).To(HaveValue(BeNumerically(">=", c.Lifecycle.PreStop.Sleep.Seconds+30)))
 		}
 	})
 

@@ -31,7 +31,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// A short grace, so a reservation whose TrainJob never appeared is
 	// released within a spec.
 	components.Policies.ReservationGrace = reservationGrace
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "replicas", Replicas: 2, Components: &components})
+	env = framework.StartSuite(context.Background(), framework.Options{
+		Name: "replicas", Replicas: 2, Components: &components,
+		// As documented for production: the apiserver presents a client
+		// certificate, mpiguard serves no one else (--client-ca).
+		ClientAuth: true,
+	})
 }, NodeTimeout(framework.SuiteStartTimeout))
 
 // One ordered container, since the failover spec stops a replica for good and
@@ -40,5 +45,8 @@ var _ = Describe("two mpiguard replicas behind one webhook endpoint", Ordered, C
 	topologySpecs()
 	faultSpecs()
 	quotaSpecs()
+	clientAuthSpecs()
+	outageSpecs()
+	rolloutSpecs()
 	failoverSpecs()
 })

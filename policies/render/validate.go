@@ -1,0 +1,111 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+)
+
+// ValidateAsAPIServer validates a Trainer object (TrainJob, ClusterTrainingRuntime,
+// TrainingRuntime) as decoded JSON, the way the apiserver validates a custom
+// resource on create (customResourceStrategy.Validate): metadata (name format,
+// label and annotation syntax and size), the CRD's OpenAPI schema (types,
+// minimum, maxItems, maxLength, enums), list-map keys unique, and the CRD's CEL
+// rules (e.g. the TrainJob name must be an RFC 1035 label). Schema defaults are
+// applied to a copy first, as the apiserver defaults before it validates.
+//
+// Objects the webhooks see were validated by the apiserver already; `mpiguard
+// check` reads files that never were, and without this would judge (and allow)
+// TrainJobs the apiserver refuses: a negative activeDeadlineSeconds, 10,000 env
+// entries, a 1 MB annotation, a name in capitals. Other kinds give nil.
+func ValidateAsAPIServer(ctx context.Context, kind string, obj map[string]any) (field.ErrorList, error) {
+	var (
+		cs         *crdSchema
+		namespaced = true
+	)
+	switch kind {
+	case trainer.TrainJobKind:
+		cs = trainJobSchema
+	case trainer.ClusterTrainingRuntimeKind:
+		cs, namespaced = clusterTrainingRuntimeSchema, false
+	case trainer.TrainingRuntimeKind:
+		cs = trainingRuntimeSchema
+	default:
+		return nil, nil
+	}
+	v, err := cs.validators()
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: runtimeDeepCopy(obj)}
+	structuraldefaulting.Default(u.Object, v.structural)
+
+	if gvk := u.GroupVersionKind(); gvk != trainer.GroupVersion.WithKind(kind) {
+		return field.ErrorList{field.Invalid(field.NewPath("apiVersion"), u.GetAPIVersion(),
+			fmt.Sprintf("must be %s for kind %s", trainer.GroupVersion, kind))}, nil
+	}
+	var errs field.ErrorList
+	errs = append(errs, validation.ValidateObjectMetaAccessor(u, namespaced, validation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
+	errs = append(errs, apiextensionsvalidation.ValidateCustomResource(nil, u.Object, v.openAPI)...)
+	errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, v.structural, false)...)
+	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u.Object)...)
+	// Like the apiserver, CEL rules run only when nothing above is fatal to
+	// them (a wrong type would make a rule fail to evaluate).
+	if v.cel != nil && !blocking(errs) {
+		celErrs, _ := v.cel.Validate(ctx, nil, v.structural, u.Object, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	return errs, nil
+}
+
+// blocking mirrors customResourceStrategy's hasBlockingErr: type and
+// unsupported-value errors stop CEL validation.
+func blocking(errs field.ErrorList) bool {
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeNotSupported || (e.Type == field.ErrorTypeInvalid && e.Detail == "must be of type object") {
+			return true
+		}
+	}
+	return false
+}
+
+func runtimeDeepCopy(obj map[string]any) map[string]any {
+	return (&unstructured.Unstructured{Object: obj}).DeepCopy().Object
+}
+
+// schemaValidators are what ValidateAsAPIServer needs of one CRD, built once:
+// compiling the CEL rules and the OpenAPI validator takes tens of milliseconds.
+type schemaValidators struct {
+	structural *structuralschema.Structural
+	openAPI    apiextensionsvalidation.SchemaValidator
+	cel        *cel.Validator
+}
+
+var validatorsOf sync.Map // *crdSchema -> func() (*schemaValidators, error)
+
+func (c *crdSchema) validators() (*schemaValidators, error) {
+	build, _ := validatorsOf.LoadOrStore(c, sync.OnceValues(func() (*schemaValidators, error) {
+		s, err := c.get()
+		if err != nil {
+			return nil, err
+		}
+		openAPI, _, err := apiextensionsvalidation.NewSchemaValidator(c.props)
+		if err != nil {
+			return nil, fmt.Errorf("%s: OpenAPI validator: %w", c.file, err)
+		}
+		return &schemaValidators{structural: s, openAPI: openAPI, cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}, nil
+	}))
+	return build.(func() (*schemaValidators, error))()
+}
