@@ -14,7 +14,9 @@ import "strings"
 //     matches everything, while glob.match fails on it and matches nothing;
 //   - a range with more characters ("[0-00]", "[a-cx]") fails in glob.match,
 //     and in a list '-' is itself ("[ab-c]" takes '-' to glob.match, not to
-//     path.Match, and namespace names contain '-').
+//     path.Match, and namespace names contain '-');
+//   - other characters in a class ("[{1]" is '{' or '1' to path.Match,
+//     and matches nothing to glob.match).
 //
 // Such patterns are refused, so the policy denies with the annotation to fix
 // instead of deciding otherwise than the documented path.Match semantics.
@@ -55,6 +57,11 @@ func classProblem(body []rune, negated bool) string {
 		return "path.Match reads [!...] as a class containing '!', not its negation; write a negated class as [^...]"
 	case strings.ContainsRune(string(body), '\\'):
 		return "escapes in a character class are not supported; " + supported
+	case strings.ContainsFunc(string(body), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }):
+		// glob.match gives some of them a meaning inside a class ("[{1]"
+		// matched "1" to path.Match and nothing to glob.match), and a
+		// namespace name holds none of them.
+		return "a character class may hold only lowercase letters, digits and one range (namespace names hold nothing else); " + supported
 	case len(body) == 3 && body[1] == '-':
 		if body[2] < body[0] {
 			return "the range " + string(body) + " runs backwards and matches nothing; write it low-high"
