@@ -160,6 +160,12 @@ func onlySuspends(old, job *trainer.TrainJob) bool {
 	return equality.Semantic.DeepEqual(*before, job.Spec)
 }
 
+// staysSuspended says whether an UPDATE leaves the job suspended: it starts
+// nothing now, and whatever it asks is decided when it is resumed.
+func (ev *evaluation) staysSuspended() bool {
+	return ev.old != nil && ptr.Deref(ev.old.Spec.Suspend, false) && ptr.Deref(ev.job.Spec.Suspend, false)
+}
+
 // startsPods says whether admitting this request lets the job create pods that
 // it could not before: a new running job, or a suspended one being resumed
 // (Kueue admits by flipping spec.suspend). Only these reserve quota.

@@ -47,7 +47,8 @@ var _ = Describe("mpiguard's own runtime patch entry", func() {
 
 	It("denies an UPDATE that changes the entry mpiguard stored", func(ctx context.Context) {
 		rt := createRuntime(ctx, fixtures.MPIRuntime("posing-update-"+ns))
-		job := admitted(ctx, fixtures.TrainJob(ns, "relabelled", rt.Name).NumNodes(1).Suspend(true).Obj())
+		// Running: an update of a job that stays suspended is decided when it resumes.
+		job := admitted(ctx, fixtures.TrainJob(ns, "relabelled", rt.Name).NumNodes(1).Suspend(false).Obj())
 		own := mpiguardPatch(job)
 		Expect(own).NotTo(BeNil())
 		pod := podTemplatePatch(own, "node")

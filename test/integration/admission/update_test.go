@@ -2,12 +2,14 @@ package admission
 
 import (
 	"context"
+	"sync"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,9 +86,34 @@ var _ = Describe("updates of admitted TrainJobs", func() {
 		Expect(env.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`)))).To(Succeed())
 		Expect(job.Spec.Suspend).To(HaveValue(BeTrue()))
 
+		// While it stays suspended it runs nothing: Kueue's next update (it
+		// resets its own runtime patch after suspending) is allowed, with
+		// what the resume will be told as a warning.
+		w := &warningsSeen{}
+		cfg := rest.CopyConfig(env.Config)
+		cfg.WarningHandlerWithContext = w
+		recorder, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(recorder.Patch(ctx, job, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"runtimePatches":[{"manager":"kueue.x-k8s.io/manager"}]}}`)))).To(Succeed(),
+			"an update of a job that stays suspended was refused")
+		Expect(w.list).To(ContainElement(And(ContainSubstring("[data-residency]"), ContainSubstring("denied when the job is resumed"))))
+
 		// Resuming starts pods again: evaluated, and denied.
 		err = env.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`)))
 		Expect(err).To(HaveOccurred(), "resuming a job that breaks data-residency was allowed")
 		Expect(err.Error()).To(ContainSubstring("[data-residency]"))
 	})
 })
+
+// warningsSeen collects the admission warnings the apiserver returns to a client.
+type warningsSeen struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warningsSeen) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
