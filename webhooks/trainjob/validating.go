@@ -48,12 +48,23 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 // job it preempts, resets its own runtime patch in a second update, which a
 // policy tightened since the job was admitted must not refuse. The user hears
 // now what the resume will be told.
+//
+// Except an entry posing as mpiguard's (policy mpiguard-entry): once stored,
+// the resume would compare against it and take it for mpiguard's own.
 func deferDenials(d *engine.Decision) {
+	d.Allowed = true
 	for i := range d.Violations {
-		if v := &d.Violations[i]; v.Action == engine.EnforceDeny {
+		v := &d.Violations[i]
+		switch {
+		case v.Action != engine.EnforceDeny:
+		case v.Policy == mpiguardEntryPolicy:
+			d.Allowed = false
+		default:
 			v.Action = engine.EnforceWarn
 			v.Message = "denied when the job is resumed: " + v.Message
 		}
 	}
-	d.Allowed = true
 }
+
+// mpiguardEntryPolicy judges entries under mpiguard's runtime-patch manager.
+const mpiguardEntryPolicy = "mpiguard-entry"

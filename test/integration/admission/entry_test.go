@@ -47,8 +47,10 @@ var _ = Describe("mpiguard's own runtime patch entry", func() {
 
 	It("denies an UPDATE that changes the entry mpiguard stored", func(ctx context.Context) {
 		rt := createRuntime(ctx, fixtures.MPIRuntime("posing-update-"+ns))
-		// Running: an update of a job that stays suspended is decided when it resumes.
-		job := admitted(ctx, fixtures.TrainJob(ns, "relabelled", rt.Name).NumNodes(1).Suspend(false).Obj())
+		// Suspended: other policies' denials of a job that stays suspended
+		// wait for its resume, but a changed entry would then be the stored
+		// one, taken for mpiguard's: it is denied now.
+		job := admitted(ctx, fixtures.TrainJob(ns, "relabelled", rt.Name).NumNodes(1).Suspend(true).Obj())
 		own := mpiguardPatch(job)
 		Expect(own).NotTo(BeNil())
 		pod := podTemplatePatch(own, "node")
