@@ -8,22 +8,48 @@ import (
 	"path/filepath"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
+
+// KustomizeBuild renders the kustomization in dir (relative to the
+// repository root) the way `kustomize build` does and returns its objects.
+func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
+	path := filepath.Join(RepoRoot(), dir)
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), path)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	out, err := resMap.AsYaml()
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
 
 // shippedWebhooks renders config/webhook as kustomize builds it (the
 // matchConditions and namespaceSelector its patches add included) and returns
 // its webhook configurations, so tests run the webhooks exactly as they ship;
 // envtest then points their clientConfig at the local webhook server.
 func shippedWebhooks() ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
-	dir := filepath.Join(RepoRoot(), "config", "webhook")
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
-	out, err := resMap.AsYaml()
+	objs, err := KustomizeBuild(filepath.Join("config", "webhook"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -31,13 +57,9 @@ func shippedWebhooks() ([]*admissionv1.MutatingWebhookConfiguration, []*admissio
 		mutating   []*admissionv1.MutatingWebhookConfiguration
 		validating []*admissionv1.ValidatingWebhookConfiguration
 	)
-	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
-		var meta struct{ Kind string }
-		if err := utilyaml.Unmarshal(doc, &meta); err != nil {
-			return nil, nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-		}
+	for _, u := range objs {
 		var target any
-		switch meta.Kind {
+		switch u.GetKind() {
 		case "MutatingWebhookConfiguration":
 			m := &admissionv1.MutatingWebhookConfiguration{}
 			mutating, target = append(mutating, m), m
@@ -47,12 +69,12 @@ func shippedWebhooks() ([]*admissionv1.MutatingWebhookConfiguration, []*admissio
 		default:
 			continue
 		}
-		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096).Decode(target); err != nil && !errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("kustomize build %s: decoding a %s: %w", dir, meta.Kind, err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, target); err != nil {
+			return nil, nil, fmt.Errorf("kustomize build config/webhook: decoding a %s: %w", u.GetKind(), err)
 		}
 	}
 	if len(mutating) == 0 || len(validating) == 0 {
-		return nil, nil, fmt.Errorf("kustomize build %s renders %d mutating and %d validating webhook configurations; want both", dir, len(mutating), len(validating))
+		return nil, nil, fmt.Errorf("kustomize build config/webhook renders %d mutating and %d validating webhook configurations; want both", len(mutating), len(validating))
 	}
 	return mutating, validating, nil
 }

@@ -23,15 +23,7 @@ var _ = Describe("updates of admitted TrainJobs", func() {
 		job := admitted(ctx, fixtures.TrainJob(ns, "running", rt.Name).NumNodes(1).Suspend(true).Obj())
 
 		// The namespace is bound to the eu zone after the job was admitted.
-		var namespace corev1.Namespace
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
-		namespace.Labels["mpiguard.io/data-residency"] = "eu"
-		Expect(env.Client.Update(ctx, &namespace)).To(Succeed())
-		Eventually(func(g Gomega) {
-			var cached corev1.Namespace
-			g.Expect(env.Manager.GetClient().Get(ctx, client.ObjectKey{Name: ns}, &cached)).To(Succeed())
-			g.Expect(cached.Labels).To(HaveKey("mpiguard.io/data-residency"))
-		}).Should(Succeed())
+		bindToEU(ctx, ns)
 
 		// Labels and finalizers: allowed (the Trainer must always be able to remove its finalizer).
 		job.Labels = map[string]string{"team": "vision"}
@@ -57,15 +49,7 @@ var _ = Describe("updates of admitted TrainJobs", func() {
 
 		// The namespace is bound to the eu zone after the job was admitted:
 		// the running job now breaks data-residency.
-		var namespace corev1.Namespace
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
-		namespace.Labels["mpiguard.io/data-residency"] = "eu"
-		Expect(env.Client.Update(ctx, &namespace)).To(Succeed())
-		Eventually(func(g Gomega) {
-			var cached corev1.Namespace
-			g.Expect(env.Manager.GetClient().Get(ctx, client.ObjectKey{Name: ns}, &cached)).To(Succeed())
-			g.Expect(cached.Labels).To(HaveKey("mpiguard.io/data-residency"))
-		}).Should(Succeed())
+		bindToEU(ctx, ns)
 
 		// An unrelated spec change (another tool's runtime patch: most of a
 		// running TrainJob's spec is immutable) is evaluated, and denied.
@@ -116,4 +100,19 @@ func (w *warningsSeen) HandleWarningHeaderWithContext(_ context.Context, _ int, 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.list = append(w.list, text)
+}
+
+// bindToEU labels namespace ns for the eu data-residency zone and waits until
+// mpiguard's cache sees it.
+func bindToEU(ctx context.Context, ns string) {
+	GinkgoHelper()
+	var namespace corev1.Namespace
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
+	namespace.Labels["mpiguard.io/data-residency"] = "eu"
+	Expect(env.Client.Update(ctx, &namespace)).To(Succeed())
+	Eventually(func(g Gomega) {
+		var cached corev1.Namespace
+		g.Expect(env.Manager.GetClient().Get(ctx, client.ObjectKey{Name: ns}, &cached)).To(Succeed())
+		g.Expect(cached.Labels).To(HaveKey("mpiguard.io/data-residency"))
+	}).Should(Succeed())
 }

@@ -4,11 +4,7 @@
 package config
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"path/filepath"
 	"testing"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -18,10 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -46,24 +39,8 @@ var _ = BeforeSuite(func(_ context.Context) {
 // build renders a kustomization the way `kustomize build` does.
 func build(dir string) []*unstructured.Unstructured {
 	GinkgoHelper()
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).
-		Run(filesys.MakeFsOnDisk(), filepath.Join(framework.RepoRoot(), dir))
-	Expect(err).NotTo(HaveOccurred(), "kustomize build %s", dir)
-	out, err := resMap.AsYaml()
+	objs, err := framework.KustomizeBuild(dir)
 	Expect(err).NotTo(HaveOccurred())
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		Expect(err).NotTo(HaveOccurred())
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 	return objs
 }
 

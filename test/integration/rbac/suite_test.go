@@ -12,12 +12,8 @@
 package rbac
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,11 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -115,23 +108,8 @@ func serviceAccountToken(ctx context.Context, e *framework.Env, sa *corev1.Servi
 // kustomizeBuild renders a kustomization the way `kustomize build` does.
 func kustomizeBuild(dir string) []*unstructured.Unstructured {
 	GinkgoHelper()
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(framework.RepoRoot(), dir))
-	Expect(err).NotTo(HaveOccurred(), "kustomize build %s", dir)
-	out, err := resMap.AsYaml()
+	objs, err := framework.KustomizeBuild(dir)
 	Expect(err).NotTo(HaveOccurred())
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		Expect(err).NotTo(HaveOccurred())
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 	return objs
 }
 

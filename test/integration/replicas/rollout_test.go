@@ -146,7 +146,7 @@ func rolloutSpecs() {
 			wg.Go(func() {
 				j := twoHours.DeepCopy()
 				j.Name = fmt.Sprintf("two-hours-%d", i)
-				answers[i], errs[i] = reviewAt(fresh.Addr, j, certs)
+				answers[i], errs[i] = reviewAt(fresh.Addr, j, certs, true)
 			})
 		}
 		wg.Wait()
@@ -217,9 +217,10 @@ func clientCerts() []tls.Certificate {
 	return []tls.Certificate{pair}
 }
 
-// reviewAt sends a dry-run CREATE review of job straight to the validating
-// webhook at addr, as the apiserver would, and returns the answer.
-func reviewAt(addr string, job *trainer.TrainJob, certs []tls.Certificate) (*admissionv1.AdmissionResponse, error) {
+// reviewAt sends a CREATE review of job straight to the validating webhook at
+// addr, presenting certs, as the apiserver would (or any pod that reaches the
+// port), and returns the answer.
+func reviewAt(addr string, job *trainer.TrainJob, certs []tls.Certificate, dryRun bool) (*admissionv1.AdmissionResponse, error) {
 	raw, err := json.Marshal(job)
 	if err != nil {
 		return nil, err
@@ -235,7 +236,7 @@ func reviewAt(addr string, job *trainer.TrainJob, certs []tls.Certificate) (*adm
 			Operation: admissionv1.Create,
 			UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:" + job.Namespace + ":default"},
 			Object:    runtime.RawExtension{Raw: raw},
-			DryRun:    ptr.To(true),
+			DryRun:    ptr.To(dryRun),
 		},
 	}
 	body, err := json.Marshal(review)
