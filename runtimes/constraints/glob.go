@@ -57,7 +57,7 @@ func classProblem(body []rune, negated bool) string {
 		return "path.Match reads [!...] as a class containing '!', not its negation; write a negated class as [^...]"
 	case strings.ContainsRune(string(body), '\\'):
 		return "escapes in a character class are not supported; " + supported
-	case strings.ContainsFunc(string(body), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }):
+	case strings.ContainsFunc(string(body), func(r rune) bool { return !namespaceClassRune(r) }):
 		// glob.match gives some of them a meaning inside a class ("[{1]"
 		// matched "1" to path.Match and nothing to glob.match), and a
 		// namespace name holds none of them.
@@ -71,4 +71,10 @@ func classProblem(body []rune, negated bool) string {
 		return "a class mixing a range with other characters, or holding '-', is not supported; " + supported
 	}
 	return ""
+}
+
+// namespaceClassRune says whether r may appear in a character class: a
+// character of a namespace name, '-' only as the range operator.
+func namespaceClassRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-'
 }
