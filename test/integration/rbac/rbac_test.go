@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -66,13 +67,23 @@ var _ = Describe("mpiguard under exactly the RBAC config/default ships", func() 
 		}).WithTimeout(timeout).Should(HavePrefix("loaded: "))
 
 		By("denying through the webhook with the loaded policy, on every replica")
-		for i := range 4 { // connections are spread round-robin over the replicas
-			err := env.Client.Create(ctx, fixtures.TrainJob(ns, "two-hours", rt.Name).NumNodes(1).ActiveDeadlineSeconds(7200).Obj())
-			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "attempt %d: want a webhook denial, got %v", i, err)
-			Expect(err.Error()).To(ContainSubstring("compliance: TrainJobs may run at most 1 hour"))
-		}
+		// The status is the leader's; every replica loads from its own
+		// informer, so the other may take a moment longer: retry until four
+		// attempts in a row (spread round-robin over the replicas) are denied.
+		round := 0
+		Eventually(func(g Gomega) {
+			round++
+			for i := range 4 {
+				err := env.Client.Create(ctx, fixtures.TrainJob(ns, fmt.Sprintf("two-hours-%d-%d", round, i), rt.Name).NumNodes(1).ActiveDeadlineSeconds(7200).Obj())
+				g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "attempt %d: want a webhook denial, got %v", i, err)
+				g.Expect(err.Error()).To(ContainSubstring("compliance: TrainJobs may run at most 1 hour"))
+			}
+		}).WithTimeout(timeout).Should(Succeed())
 
 		By("admitting a compliant job and reserving its quota (QuotaReservations: the Role)")
+		// A namespace of its own: a job a lagging replica admitted above
+		// would hold GPUs here.
+		ns = env.Namespace(ctx, nil)
 		env.CreateQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "16"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
 		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "first", rt.Name).NumNodes(2).NumProcPerNode(4).ActiveDeadlineSeconds(600).Obj())).To(Succeed())
 		Expect(env.ReservedJobs(ctx, ns)).To(Equal([]string{"first"}))
