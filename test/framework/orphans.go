@@ -1,12 +1,8 @@
 package framework
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 )
 
@@ -22,52 +18,20 @@ import (
 // it killed; processes it may not inspect are skipped (Linux only: elsewhere
 // /proc does not exist and nothing is done).
 func reapOrphanedControlPlanes(dir string) ([]int, error) {
-	dir, err := filepath.EvalSymlinks(dir)
+	procs, err := ProcessesRunning(dir)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, nil
-	}
 	var killed []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || filepath.Dir(exe) != dir {
-			continue
-		}
-		if _, ppid, err := procStat(pid); err != nil || ppid != 1 {
+	for _, p := range procs {
+		if p.PPID != 1 {
 			continue
 		}
 		// ESRCH: it ended between the look and the kill, which is what we want.
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return killed, fmt.Errorf("killing orphaned %s (pid %d): %w", filepath.Base(exe), pid, err)
+		if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return killed, fmt.Errorf("killing orphaned %s (pid %d): %w", p.Name, p.PID, err)
 		}
-		killed = append(killed, pid)
+		killed = append(killed, p.PID)
 	}
 	return killed, nil
-}
-
-// procStat reads a process's state (R, S, Z, ...) and its parent's PID from
-// /proc/PID/stat; the command name before them is in parentheses and may
-// itself contain spaces or parentheses.
-func procStat(pid int) (state string, ppid int, err error) {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", 0, err
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return "", 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	fields := bytes.Fields(stat[i+1:])
-	if len(fields) < 2 {
-		return "", 0, fmt.Errorf("/proc/%d/stat: too short", pid)
-	}
-	ppid, err = strconv.Atoi(string(fields[1]))
-	return string(fields[0]), ppid, err
 }

@@ -48,8 +48,10 @@ func TestReapOrphanedControlPlanesKillsOnlyOrphans(t *testing.T) {
 
 	var ppid int
 	for range 100 { // the shell may not have exited yet
-		if _, ppid, err = procStat(orphan); err == nil && ppid == 1 {
-			break
+		if st, err := ReadProcStat(orphan); err == nil {
+			if ppid = st.PPID; ppid == 1 {
+				break
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -78,6 +80,6 @@ func TestReapOrphanedControlPlanesKillsOnlyOrphans(t *testing.T) {
 
 // alive says whether pid runs (a zombie has ended and only waits to be reaped).
 func alive(pid int) bool {
-	state, _, err := procStat(pid)
-	return err == nil && state != "Z"
+	st, err := ReadProcStat(pid)
+	return err == nil && st.State != "Z"
 }

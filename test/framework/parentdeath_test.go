@@ -116,12 +116,12 @@ func TestShimDiesWithItsParent(t *testing.T) {
 	}
 	_ = parent.Wait()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		state, _, err := procStat(pid)
-		if err != nil || state == "Z" || state == "X" { // gone, or dead and not reaped (yet)
+		st, err := ReadProcStat(pid)
+		if err != nil || st.State == "Z" || st.State == "X" { // gone, or dead and not reaped (yet)
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d (state %s) still runs 10s after the process that started it was killed", pid, state)
+			t.Fatalf("pid %d (state %s) still runs 10s after the process that started it was killed", pid, st.State)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -9,14 +9,11 @@ package devrun
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -284,29 +281,15 @@ func (d *devRun) killAll() {
 // controlPlaneChildren lists the processes whose parent is ppid and whose
 // executable lives in assets.
 func controlPlaneChildren(ppid int, assets string) ([]proc, error) {
-	dir, err := filepath.EvalSymlinks(assets)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir("/proc")
+	procs, err := framework.ProcessesRunning(assets)
 	if err != nil {
 		return nil, err
 	}
 	var found []proc
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	for _, p := range procs {
+		if p.PPID == ppid {
+			found = append(found, proc{name: p.Name, pid: p.PID, startTime: p.StartTime})
 		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || filepath.Dir(exe) != dir {
-			continue
-		}
-		st, err := readStat(pid)
-		if err != nil || st.ppid != ppid {
-			continue
-		}
-		found = append(found, proc{name: filepath.Base(exe), pid: pid, startTime: st.startTime})
 	}
 	return found, nil
 }
@@ -314,40 +297,12 @@ func controlPlaneChildren(ppid int, assets string) ([]proc, error) {
 // alive: the same process (same start time) still exists and is not a zombie
 // (a killed orphan may wait forever for a PID 1 that does not reap).
 func (p proc) alive() bool {
-	st, err := readStat(p.pid)
+	st, err := framework.ReadProcStat(p.pid)
 	if err != nil {
 		return false
 	}
-	return st.startTime == p.startTime && st.state != "Z" && st.state != "X"
+	return st.StartTime == p.startTime && st.State != "Z" && st.State != "X"
 }
 
 func (p proc) String() string { return fmt.Sprintf("%s (pid %d)", p.name, p.pid) }
 
-type stat struct {
-	state     string
-	ppid      int
-	startTime string
-}
-
-// readStat reads /proc/PID/stat: the fields after the command name, which is
-// in parentheses and may itself contain spaces or parentheses.
-func readStat(pid int) (stat, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return stat{}, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return stat{}, errors.New("no command name")
-	}
-	// state(3) ppid(4) ... starttime(22); fields[0] is field 3.
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 {
-		return stat{}, errors.New("too short")
-	}
-	ppid, err := strconv.Atoi(string(f[1]))
-	if err != nil {
-		return stat{}, err
-	}
-	return stat{state: string(f[0]), ppid: ppid, startTime: string(f[19])}, nil
-}
