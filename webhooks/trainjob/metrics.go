@@ -17,7 +17,7 @@ var reservationWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 // many reservations on trust as allowed (reserve.go, tooManyUnconfirmed).
 var unconfirmedRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "mpiguard_quota_reservation_unconfirmed_refusals_total",
-	Help: "TrainJob creates and resumes refused because their namespace already held --max-unconfirmed-reservations reservations whose TrainJob had not appeared.",
+	Help: "TrainJob creates refused because their namespace already held --max-unconfirmed-reservations reservations whose TrainJob had not appeared.",
 }, []string{"namespace"})
 
 func init() { metrics.Registry.MustRegister(reservationWrites, unconfirmedRefusals) }

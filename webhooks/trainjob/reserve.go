@@ -139,17 +139,22 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 				qd.answer(v.respond(ev, d))
 				continue
 			}
-			if v.maxUnconfirmed > 0 && state.unconfirmed+len(entries) >= v.maxUnconfirmed {
+			e := v.entry(qd.req, ev, parts)
+			if e.Operation == v1alpha1.OperationCreate && v.maxUnconfirmed > 0 && state.unconfirmed >= v.maxUnconfirmed {
 				// Refused only on a live read, as a denial is: the
-				// entries seen may have been released since.
+				// entries seen may have been released since. A resume's
+				// job exists: its entry is never held on trust.
 				if live {
-					qd.answer(v.tooManyUnconfirmed(qd, state.unconfirmed+len(entries)))
+					qd.answer(v.tooManyUnconfirmed(qd, state.unconfirmed))
 				} else {
 					again = append(again, qd)
 				}
 				continue
 			}
-			entries = append(entries, v.entry(qd.req, ev, parts))
+			if e.Operation == v1alpha1.OperationCreate {
+				state.unconfirmed++ // held on trust until its TrainJob appears
+			}
+			entries = append(entries, e)
 			writing = append(writing, qd)
 			// The requests after it in this round see its reservation.
 			holders = append(othersThan(holders, ns, ev.job.Name), engine.Reservation{TrainJob: ns + "/" + ev.job.Name, Parts: parts})

@@ -45,7 +45,7 @@ type Options struct {
 	ReservationGrace time.Duration
 	// MaxUnconfirmedReservations caps, per namespace, the reservations held
 	// on trust: creates admitted whose TrainJob has not appeared (default
-	// 500; negative: no cap). A further create or resume in that namespace
+	// 500; negative: no cap). A further create in that namespace
 	// is refused with "retry" until some are confirmed or released.
 	MaxUnconfirmedReservations int
 	// Namespace is mpiguard's own namespace, which holds the QuotaReservations.

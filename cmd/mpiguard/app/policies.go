@@ -52,7 +52,7 @@ func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
 	fs.StringVar(&o.Namespace, "policy-namespace", o.Namespace, "Namespace of the policy ConfigMaps (labels mpiguard.io/policy=rego|parameters); default: $POD_NAMESPACE.")
 	fs.DurationVar(&o.EvalTimeout, "policy-eval-timeout", o.EvalTimeout, "Deadline of one evaluation of the policy set; a policy that runs past it fails the request closed.")
-	fs.IntVar(&o.MaxUnconfirmedReservations, "max-unconfirmed-reservations", o.MaxUnconfirmedReservations, "Per namespace, how many quota reservations of admitted creates whose TrainJob has not appeared may be held; past it creates and resumes there are refused with 'retry' (negative: no cap).")
+	fs.IntVar(&o.MaxUnconfirmedReservations, "max-unconfirmed-reservations", o.MaxUnconfirmedReservations, "Per namespace, how many quota reservations of admitted creates whose TrainJob has not appeared may be held; past it creates there are refused with 'retry' (negative: no cap).")
 	fs.DurationVar(&o.ReservationGrace, "reservation-grace", o.ReservationGrace, "How long an admitted TrainJob's quota reservation holds before the TrainJob must exist; after it, a reservation whose job never appeared is released.")
 }
 
