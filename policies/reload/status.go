@@ -104,14 +104,19 @@ func (s *StatusReporter) report(ctx context.Context, o *outcome) error {
 		concerned := o.err != nil && (o.blame == nil && mentions(o.err, cm.Name) || o.blame != nil && o.blame.Name == cm.Name)
 		if concerned {
 			status = fmt.Sprintf("rejected: %v; still serving policy set %s", o.err, o.version)
-			s.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, "PolicyRejected", "Load", "%s", status)
 		} else if o.err != nil {
 			status = fmt.Sprintf("not loaded: the policy set has errors elsewhere; still serving policy set %s", o.version)
 		}
+		// Events only with a new status: a new leader re-reporting what its
+		// predecessor wrote, or a retry after another ConfigMap's failed
+		// patch, repeats nothing (once per change, whichever replica leads).
 		if cm.Annotations[AnnotationStatus] == status {
 			continue
 		}
-		if !concerned && o.err == nil {
+		switch {
+		case concerned:
+			s.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, "PolicyRejected", "Load", "%s", status)
+		case o.err == nil:
 			s.Recorder.Eventf(cm, nil, corev1.EventTypeNormal, "PolicyLoaded", "Load", "%s", status)
 		}
 		patch := client.MergeFrom(cm.DeepCopy())

@@ -2,17 +2,14 @@ package reload
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-
-	"github.com/mpiguard/mpiguard/policies/engine"
 )
 
 // TestPolicyChanged: the status annotation the leader writes (or any other
@@ -56,22 +53,12 @@ func TestPolicyChanged(t *testing.T) {
 // TestReadyAfterFirstLoad: readiness waits for the first load, and a rejected
 // set counts as decided (the last good set serves).
 func TestReadyAfterFirstLoad(t *testing.T) {
-	ctx := context.Background()
-	base, err := engine.DefaultPolicySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(ctx, base, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	broken := policyConfigMap("broken", KindRego, map[string]string{"broken.rego": "package mpiguard.policies.broken\n\ndeny contains msg if {\n\tmsg := nope(1)\n}\n"})
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(broken).Build()
-	r := &Reconciler{Client: c, Engine: eng, Namespace: ns, Base: base, Status: &StatusReporter{Client: c, Recorder: events.NewFakeRecorder(100)}}
+	r, c := newLoader(t, broken)
 	if err := r.Ready(nil); err == nil {
 		t.Fatal("ready before the policy ConfigMaps were loaded")
 	}
-	if _, err := r.Reconcile(ctx, ctrl.Request{}); err != nil {
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Ready(nil); err != nil {
@@ -80,5 +67,27 @@ func TestReadyAfterFirstLoad(t *testing.T) {
 	// Not leading: the outcome is kept, nothing is written.
 	if got := status(t, c, "broken"); got != "" {
 		t.Errorf("status written without the reporter running: %q", got)
+	}
+}
+
+// TestRejectionEventOncePerChange: reporting the same outcome again (a new
+// leader taking over, a retry) writes no second PolicyRejected event.
+func TestRejectionEventOncePerChange(t *testing.T) {
+	broken := policyConfigMap("broken", KindRego, map[string]string{"broken.rego": "package mpiguard.policies.broken\n\ndeny contains msg if {\n\tmsg := nope(1)\n}\n"})
+	r, _ := newLoader(t, broken)
+	recorder := events.NewFakeRecorder(10)
+	r.Status.Recorder = recorder
+	load(t, r)
+	// The successor's reporter starts with the same latest outcome.
+	if _, err := r.Status.Reconcile(context.Background(), ctrl.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, strings.Fields(e)[0]+" "+strings.Fields(e)[1])
+	}
+	if diff := cmp.Diff([]string{"Warning PolicyRejected"}, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

@@ -92,9 +92,11 @@ type Env struct {
 	// clientCA is mpiguard's --client-ca file when Options.ClientAuth is on.
 	clientCA string
 	// opts and components are what the replicas were started with
-	// (StartExtraReplica starts one more alike).
-	opts       Options
-	components app.Options
+	// (StartExtraReplica starts one more alike); extraReplicas counts the
+	// ones it started, so each gets its own index and decision log.
+	opts          Options
+	components    app.Options
+	extraReplicas int
 
 	logs []*os.File
 	// runDir holds the control plane's shims and files (parentdeath.go).
@@ -201,7 +203,7 @@ func (e *Env) startManagers(ctx context.Context, opts Options) error {
 	}
 	wh := e.Testenv.WebhookInstallOptions
 	if opts.Replicas <= 1 {
-		r, err := e.startReplica(ctx, opts, components, replicaConfig{host: wh.LocalServingHost, port: wh.LocalServingPort, decisionLog: "decisions.jsonl"})
+		r, err := e.startReplica(ctx, replicaConfig{host: wh.LocalServingHost, port: wh.LocalServingPort, decisionLog: "decisions.jsonl"})
 		if err != nil {
 			return err
 		}
@@ -220,10 +222,7 @@ func (e *Env) startManagers(ctx context.Context, opts Options) error {
 			return err
 		}
 		for i, port := range ports {
-			r, err := e.startReplica(ctx, opts, components, replicaConfig{
-				index: i, host: wh.LocalServingHost, port: port,
-				decisionLog: fmt.Sprintf("decisions-%d.jsonl", i), leaderElect: true,
-			})
+			r, err := e.startReplica(ctx, e.electingReplica(i, port))
 			if err != nil {
 				return err
 			}

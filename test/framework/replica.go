@@ -60,9 +60,20 @@ type replicaConfig struct {
 	probeAddr string
 }
 
+// electingReplica is replica index of an Env with Options.Replicas > 1
+// (leader election on), its webhook server on port.
+func (e *Env) electingReplica(index, port int) replicaConfig {
+	return replicaConfig{
+		index: index, host: e.Testenv.WebhookInstallOptions.LocalServingHost, port: port,
+		decisionLog: fmt.Sprintf("decisions-%d.jsonl", index), leaderElect: true,
+	}
+}
+
 // startReplica builds a manager exactly as `mpiguard serve` does, sets up the
-// components and starts it; it returns without waiting for it to be ready.
-func (e *Env) startReplica(ctx context.Context, opts Options, components app.Options, rc replicaConfig) (*Replica, error) {
+// Env's components (e.opts, e.components) and starts it; it returns without
+// waiting for it to be ready.
+func (e *Env) startReplica(ctx context.Context, rc replicaConfig) (*Replica, error) {
+	opts, components := e.opts, e.components
 	so := app.DefaultServeOptions()
 	so.WebhookHost, so.WebhookPort = rc.host, rc.port
 	so.CertDir = e.Testenv.WebhookInstallOptions.LocalServingCertDir
@@ -91,15 +102,11 @@ func (e *Env) startReplica(ctx context.Context, opts Options, components app.Opt
 		// them, so a duplicate within app.Setup is caught.
 		so.SkipControllerNameValidation = rc.index > 0
 	}
-	cfg := e.ManagerConfig
-	if cfg == nil {
-		cfg = e.Config
-	}
-	mgr, err := app.NewManager(cfg, so)
+	mgr, err := app.NewManager(e.ManagerConfig, so)
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{Manager: mgr, Addr: net.JoinHostPort(rc.host, strconv.Itoa(rc.port)), done: make(chan struct{})}
+	r := &Replica{Manager: mgr, Addr: net.JoinHostPort(rc.host, strconv.Itoa(rc.port)), ProbeAddr: rc.probeAddr, done: make(chan struct{})}
 	if opts.Metrics {
 		r.MetricsAddr = so.MetricsAddr
 	}

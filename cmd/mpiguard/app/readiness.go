@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,7 @@ func addCacheReadiness(mgr ctrl.Manager) error {
 			}
 		}
 		if len(unsynced) > 0 {
+			slices.Sort(unsynced) // a stable message across probes
 			return fmt.Errorf("caches not synced yet: %v", unsynced)
 		}
 		return nil
