@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,12 +87,16 @@ func storedEntry(old *trainer.TrainJob) *trainer.RuntimePatch {
 	if old == nil {
 		return nil
 	}
-	for i := range old.Spec.RuntimePatches {
-		if o := &old.Spec.RuntimePatches[i]; o.Manager == AdmissionManager {
-			return o
-		}
+	if i := ownEntryIndex(old); i >= 0 {
+		return &old.Spec.RuntimePatches[i]
 	}
 	return nil
+}
+
+// ownEntryIndex is the index of tj's first entry under mpiguard's manager, or
+// -1: the one Mutation.Apply writes and an UPDATE compares with.
+func ownEntryIndex(tj *trainer.TrainJob) int {
+	return slices.IndexFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == AdmissionManager })
 }
 
 // pendingEntry returns the entry whose content waits for the mutation, or nil.

@@ -85,17 +85,12 @@ func (m *Mutation) EntryTarget(tj *trainer.TrainJob) (i int, write bool) {
 	if m.RuntimePatch == nil {
 		return 0, false
 	}
-	for i := range tj.Spec.RuntimePatches {
-		p := &tj.Spec.RuntimePatches[i]
-		if p.Manager != AdmissionManager {
-			continue
-		}
-		if sameEntry(p.TrainingRuntimeSpec, m.RuntimePatch.TrainingRuntimeSpec) || len(foreignFields("", p)) > 0 {
-			return i, false
-		}
-		return i, true
+	i = ownEntryIndex(tj)
+	if i < 0 {
+		return -1, true
 	}
-	return -1, true
+	p := &tj.Spec.RuntimePatches[i]
+	return i, !sameEntry(p.TrainingRuntimeSpec, m.RuntimePatch.TrainingRuntimeSpec) && len(foreignFields("", p)) == 0
 }
 
 // buildMutation turns the policies' changes into a Mutation. Conflicting

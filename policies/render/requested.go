@@ -2,6 +2,7 @@ package render
 
 import (
 	"maps"
+	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,18 +18,12 @@ import (
 // mutating pass rendered the same patches without mpiguard's entry), so this
 // costs a lookup.
 func (r *Renderer) addRequested(view *JobView, runtimeObj client.Object, trainJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec, own string) error {
-	if own == "" {
+	isOwn := func(p trainer.RuntimePatch) bool { return p.Manager == own }
+	// Most renders (every job without the entry yet) stop here, allocating nothing.
+	if own == "" || !slices.ContainsFunc(trainJob.Spec.RuntimePatches, isOwn) {
 		return nil
 	}
-	others := make([]trainer.RuntimePatch, 0, len(trainJob.Spec.RuntimePatches))
-	for _, p := range trainJob.Spec.RuntimePatches {
-		if p.Manager != own {
-			others = append(others, p)
-		}
-	}
-	if len(others) == len(trainJob.Spec.RuntimePatches) {
-		return nil
-	}
+	others := slices.DeleteFunc(slices.Clone(trainJob.Spec.RuntimePatches), isOwn)
 	without := *trainJob
 	without.Spec.RuntimePatches = others
 	merged, err := r.templates.get(runtimeCacheKey(runtimeObj.GetObjectKind().GroupVersionKind().Kind, runtimeObj), &without, spec.Template.Spec)

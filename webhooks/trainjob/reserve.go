@@ -106,11 +106,11 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 			return
 		}
 		state, err := v.quotaState(ctx, ns, nsc, res)
-		quotas, holders := state.quotas, state.holders
 		if err != nil {
 			v.answerAll(pending, failClosed(err))
 			return
 		}
+		quotas, holders := state.quotas, state.holders
 		var again, writing []*quotaDecision
 		var entries []v1alpha1.ReservationEntry
 		for _, qd := range round {
@@ -296,7 +296,11 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceCont
 			holders = append(holders, engine.Reservation{TrainJob: ns + "/" + other.Name, Parts: parts})
 		}
 	}
-	return quotaState{quotas: quotas, holders: holders, unconfirmed: reservations.Unconfirmed(res, jobs.Items)}, nil
+	state := quotaState{quotas: quotas, holders: holders}
+	if v.maxUnconfirmed > 0 { // read only to enforce the cap
+		state.unconfirmed = reservations.Unconfirmed(res, jobs.Items)
+	}
+	return state, nil
 }
 
 // liveQuotas reads the namespace's ResourceQuotas with their status.used as

@@ -1,10 +1,12 @@
 package trainjob
 
 import (
+	"io/fs"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mpiguard/mpiguard/policies"
 	"github.com/mpiguard/mpiguard/policies/engine"
 )
 
@@ -33,5 +35,15 @@ func TestDeferDenials(t *testing.T) {
 		if diff := cmp.Diff(tc.want, d.Violations); diff != "" {
 			t.Errorf("%s: violations (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// TestMpiguardEntryPolicyExists ties mpiguardEntryPolicy to the embedded
+// policy it names: renamed there and not here, deferDenials would defer the
+// denial of an entry posing as mpiguard's, and TestDeferDenials, which uses
+// the constant, would not notice.
+func TestMpiguardEntryPolicyExists(t *testing.T) {
+	if _, err := fs.Stat(policies.FS, mpiguardEntryPolicy); err != nil {
+		t.Fatalf("no embedded policy %q: %v", mpiguardEntryPolicy, err)
 	}
 }
