@@ -106,7 +106,9 @@ func FuzzDecide(f *testing.F) {
 		}
 		e, r := fuzzEngine(t)
 		ctx := context.Background()
-		in := render.Input{TrainJob: tj, Runtime: rt}
+		// As the webhook renders (admitter.go): mpiguard's own patch is not
+		// counted as requested by the user.
+		in := render.Input{TrainJob: tj, Runtime: rt, OwnManager: AdmissionManager}
 		view, err := r.Render(ctx, in)
 		if err != nil {
 			return // not renderable: the webhooks refuse it with the renderer's reason

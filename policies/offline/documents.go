@@ -201,6 +201,9 @@ func (c *Cluster) add(source string, doc []byte) error {
 	case *corev1.ResourceQuota:
 		defaultNamespace(&o.Namespace)
 		err = validateQuota(o)
+	case *corev1.LimitRange:
+		// Before objectKey: without a namespace it is the default namespace's.
+		defaultNamespace(&o.Namespace)
 	}
 	if err != nil {
 		return err
@@ -223,7 +226,6 @@ func (c *Cluster) add(source string, doc []byte) error {
 	case *corev1.ResourceQuota:
 		c.Quotas = append(c.Quotas, *o)
 	case *corev1.LimitRange:
-		defaultNamespace(&o.Namespace)
 		c.LimitRanges = append(c.LimitRanges, *o)
 	case *nodev1.RuntimeClass:
 		c.RuntimeClasses = append(c.RuntimeClasses, *o)

@@ -117,23 +117,13 @@ func TestPoliciesAreTotal(t *testing.T) {
 }
 
 // checkEvaluator is the evaluator runCheck builds with no flags: the embedded
-// policies and parameters, the renderer, user mpiguard-check.
+// policies and parameters, the renderer, user mpiguard-check. The engine and
+// renderer are fuzzEvaluator's, built once per test process.
 func checkEvaluator(t *testing.T) *Evaluator {
 	t.Helper()
-	ctx := context.Background()
-	set, err := engine.DefaultPolicySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(ctx, set, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rnd, err := render.NewRenderer(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Evaluator{Engine: eng, Renderer: rnd, User: "mpiguard-check"}
+	ev := *fuzzEvaluator(t)
+	ev.User = "mpiguard-check"
+	return &ev
 }
 
 // poolRuntime is a runtime document with what a TrainJob patching it needs.

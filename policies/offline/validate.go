@@ -3,6 +3,8 @@ package offline
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/inf.v0"
@@ -109,7 +111,8 @@ func validateQuota(q *corev1.ResourceQuota) error {
 
 func quotaAmounts(list corev1.ResourceList, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for name, q := range list {
+	for _, name := range slices.Sorted(maps.Keys(list)) { // stable messages
+		q := list[name]
 		if q.Sign() < 0 {
 			errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), "must be greater than or equal to 0"))
 		} else if d := q.AsDec(); countable(name) && new(inf.Dec).Round(d, 0, inf.RoundDown).Cmp(d) != 0 {
@@ -149,7 +152,7 @@ func quotaScope(s corev1.ResourceQuotaScope, hard corev1.ResourceList, p *field.
 		})}
 	}
 	var errs field.ErrorList
-	for name := range hard {
+	for _, name := range slices.Sorted(maps.Keys(hard)) {
 		if (podCompute[name] || otherStandard[name]) && !allowed(name) {
 			errs = append(errs, field.Invalid(p, s, fmt.Sprintf("unsupported scope applied to resource %s", name)))
 		}

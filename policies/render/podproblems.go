@@ -8,6 +8,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -53,21 +54,18 @@ func imageProblems(image string, path *field.Path) field.ErrorList {
 	return nil
 }
 
-// envNameProblems mirrors validateEnvVarName with the relaxed rule the
-// apiserver applies since Kubernetes 1.32 (RelaxedEnvironmentVariableValidation):
-// printable ASCII (32-126) except '='. Older apiservers are stricter.
+// envNameProblems is validateEnvVarName with the relaxed rule the apiserver
+// applies since Kubernetes 1.32 (RelaxedEnvironmentVariableValidation):
+// printable ASCII except '='. Older apiservers are stricter.
 func envNameProblems(name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, hangHint)}
 	}
-	for _, r := range name {
-		if r < 32 || r > 126 || r == '=' {
-			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf(
-				"a valid environment variable name must consist only of printable ASCII characters other than '=' (%q is not); %s; rename the variable",
-				r, hangHint))}
-		}
+	var errs field.ErrorList
+	for _, msg := range validation.IsRelaxedEnvVarName(name) {
+		errs = append(errs, field.Invalid(path, name, msg+"; "+hangHint+"; rename the variable"))
 	}
-	return nil
+	return errs
 }
 
 // patchTargetsError refuses a runtime patch of a replicated job the runtime

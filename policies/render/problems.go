@@ -160,14 +160,16 @@ func (a *admissionContext) limitRangeProblems(pod *corev1.Pod, podPath *field.Pa
 				continue
 			}
 			check := func(c *corev1.Container, cPath *field.Path) {
-				for name, min := range item.Min {
+				for _, name := range slices.Sorted(maps.Keys(item.Min)) { // stable messages, as in resourceProblems
+					min := item.Min[name]
 					if req, ok := c.Resources.Requests[name]; ok && req.Cmp(min) < 0 {
 						errs = append(errs, field.Forbidden(cPath.Child("resources", "requests").Key(string(name)), fmt.Sprintf(
 							"minimum %s usage per Container is %s, but request is %s (LimitRange %q); %s; raise the request to at least %s",
 							name, min.String(), req.String(), lr.Name, hangHint, min.String())))
 					}
 				}
-				for name, max := range item.Max {
+				for _, name := range slices.Sorted(maps.Keys(item.Max)) {
+					max := item.Max[name]
 					lim, ok := c.Resources.Limits[name]
 					switch {
 					case !ok:
