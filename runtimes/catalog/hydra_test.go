@@ -166,7 +166,16 @@ func runLauncher(t *testing.T, hydra string, launcher *corev1.Container, hostfil
 	// Last wins: fork instead of the container's ssh.
 	cmd.Env = append(env, "HYDRA_LAUNCHER=fork")
 	cmd.WaitDelay = 5 * time.Second
+	// Hydra forwards its stdin to rank 0's proxy. Given /dev/null, it writes
+	// the end of input to a proxy that may have exited already, and dies of
+	// SIGPIPE ("signal: broken pipe") once in a few dozen runs. A pipe that
+	// stays open and silent until Hydra exits gives it nothing to forward.
+	stdin, keepOpen, err := os.Pipe()
+	must(t, err)
+	defer func() { _ = keepOpen.Close() }()
+	cmd.Stdin = stdin
 	out, err := cmd.CombinedOutput()
+	_ = stdin.Close()
 	if err != nil {
 		t.Fatalf("launcher command failed: %v\n%s", err, out)
 	}
