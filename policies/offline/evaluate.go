@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
@@ -40,74 +41,63 @@ type Evaluator struct {
 }
 
 // Evaluate decides every TrainJob of the cluster as a CREATE, in document
-// order. Like admission, it runs twice: the mutating pass computes the
-// mutation, which is applied; the validating pass decides the mutated job.
-// TrainJobs allowed earlier count against quotas as admitted jobs whose pods
-// do not exist yet, as they would in a cluster.
+// order, through the admission pipeline the webhooks use (stage Admit: the
+// mutation is applied and the mutated job judged, as the apiserver runs the
+// two webhooks). TrainJobs allowed earlier count against quotas as admitted
+// jobs whose pods do not exist yet, as they would in a cluster.
 func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error) {
 	if err := applyDefaults(c); err != nil {
 		return nil, err
 	}
-	reserved := map[string][]engine.Reservation{}
+	p := pipeline.New(ev.Renderer, ev.Engine)
+	reader := &clusterReader{Cluster: c, reserved: map[string][]engine.Reservation{}}
 	results := make([]Result, 0, len(c.TrainJobs))
 	for _, s := range c.TrainJobs {
-		tj := s.TrainJob.DeepCopy()
-		res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source}
-		view, err := ev.decide(ctx, c, tj, reserved[tj.Namespace], &res)
-		if err != nil {
+		tj := s.TrainJob
+		res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
+		v, err := p.Run(ctx, reader, &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}, pipeline.Admit)
+		switch {
+		case err != nil:
 			res.Error = err.Error()
-		} else if res.Allowed && res.Governed {
-			reserved[tj.Namespace] = append(reserved[tj.Namespace], engine.Reservation{TrainJob: res.TrainJob, Parts: quota.PartsOf(view, c.quotasIn(tj.Namespace))})
-		}
-		if res.Violations == nil {
-			res.Violations = []engine.Violation{}
+		case v.Governed:
+			res.Governed, res.Allowed = true, v.Allowed()
+			res.Mutations = v.Mutation.Changes
+			if len(v.Decision.Violations) > 0 {
+				res.Violations = v.Decision.Violations
+			}
+			if res.Allowed {
+				reader.reserved[tj.Namespace] = append(reader.reserved[tj.Namespace],
+					engine.Reservation{TrainJob: res.TrainJob, Parts: quota.PartsOf(v.View, c.quotasIn(tj.Namespace))})
+			}
+		default:
+			res.Allowed = true
 		}
 		results = append(results, res)
 	}
 	return results, nil
 }
 
-// decide fills res for one (defaulted, copied) TrainJob and returns its final view.
-func (ev *Evaluator) decide(ctx context.Context, c *Cluster, tj *trainer.TrainJob, reserved []engine.Reservation, res *Result) (*render.JobView, error) {
-	runtimeObj, meta, err := c.runtimeOf(tj)
-	if err != nil {
-		return nil, err
-	}
-	req := &engine.Request{
-		Operation: engine.Create,
-		User:      ev.User,
-		TrainJob:  tj,
-		Namespace: c.namespace(tj.Namespace),
-		Quotas:    c.quotasIn(tj.Namespace),
-		Reserved:  reserved,
-		Runtime:   meta,
-	}
-	renderIn := render.Input{TrainJob: tj, Runtime: runtimeObj, LimitRanges: c.limitRangesIn(tj.Namespace), RuntimeClasses: c.RuntimeClasses,
-		OwnManager: engine.AdmissionManager}
+// clusterReader is the cluster the documents describe, as the pipeline
+// reads it, with the jobs admitted so far reserved.
+type clusterReader struct {
+	*Cluster
+	reserved map[string][]engine.Reservation
+}
 
-	// Mutating pass.
-	if req.View, err = ev.Renderer.Render(ctx, renderIn); err != nil {
-		return nil, err
-	}
-	m, err := ev.Engine.Mutations(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	res.Mutations = m.Changes
-	if m.Apply(tj) {
-		if req.View, err = ev.Renderer.Render(ctx, renderIn); err != nil {
-			return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
-		}
-	}
-	// Validating pass over the (mutated) job, as the apiserver calls it.
-	d, err := ev.Engine.Decide(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	res.Governed = d.Governed
-	res.Allowed = d.Allowed
-	res.Violations = d.Violations
-	return req.View, nil
+var _ pipeline.Cluster = (*clusterReader)(nil)
+
+func (r *clusterReader) Runtime(_ context.Context, tj *trainer.TrainJob) (client.Object, error) {
+	return r.runtimeOf(tj)
+}
+
+func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Namespace, error) {
+	return &pipeline.Namespace{
+		Namespace:      r.namespace(name),
+		Quotas:         r.quotasIn(name),
+		LimitRanges:    r.limitRangesIn(name),
+		RuntimeClasses: r.RuntimeClasses,
+		Reserved:       r.reserved[name],
+	}, nil
 }
 
 func applyDefaults(c *Cluster) error {
@@ -131,7 +121,7 @@ func applyDefaults(c *Cluster) error {
 }
 
 // runtimeOf finds the runtime a TrainJob references.
-func (c *Cluster) runtimeOf(tj *trainer.TrainJob) (client.Object, engine.RuntimeMeta, error) {
+func (c *Cluster) runtimeOf(tj *trainer.TrainJob) (client.Object, error) {
 	ref := tj.Spec.RuntimeRef
 	kind := ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)
 	var obj client.Object
@@ -145,12 +135,14 @@ func (c *Cluster) runtimeOf(tj *trainer.TrainJob) (client.Object, engine.Runtime
 			obj = r
 		}
 	default:
-		return nil, engine.RuntimeMeta{}, fmt.Errorf("spec.runtimeRef.kind %q is not ClusterTrainingRuntime or TrainingRuntime", kind)
+		return nil, fmt.Errorf("spec.runtimeRef.kind %q is not ClusterTrainingRuntime or TrainingRuntime", kind)
 	}
 	if obj == nil {
-		return nil, engine.RuntimeMeta{}, fmt.Errorf("%s %q (spec.runtimeRef) is not among the documents read; add it with -f", kind, ref.Name)
+		return nil, fmt.Errorf("%s %q (spec.runtimeRef) is not among the documents read; add it with -f", kind, ref.Name)
 	}
-	return obj, engine.RuntimeMeta{Kind: kind, Name: ref.Name, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}, nil
+	// The kind policies read (input.runtime.kind), as the webhooks set it.
+	obj.GetObjectKind().SetGroupVersionKind(trainer.GroupVersion.WithKind(kind))
+	return obj, nil
 }
 
 func (c *Cluster) namespace(name string) *corev1.Namespace {

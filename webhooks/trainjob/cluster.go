@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 )
 
 // RBAC (ClusterRole: the webhooks judge TrainJobs of every namespace, from the
@@ -44,9 +46,11 @@ func (c cluster) get(ctx context.Context, key client.ObjectKey, obj client.Objec
 	return err
 }
 
-// runtimeOf returns the (Cluster)TrainingRuntime job refers to, or an error
+var _ pipeline.Cluster = cluster{}
+
+// Runtime returns the (Cluster)TrainingRuntime job refers to, or an error
 // that says which runtime is missing and how to fix it.
-func (c cluster) runtimeOf(ctx context.Context, job *trainer.TrainJob) (client.Object, error) {
+func (c cluster) Runtime(ctx context.Context, job *trainer.TrainJob) (client.Object, error) {
 	ref := job.Spec.RuntimeRef
 	kind := ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)
 	var (
@@ -74,16 +78,11 @@ func (c cluster) runtimeOf(ctx context.Context, job *trainer.TrainJob) (client.O
 	return obj, nil
 }
 
-// namespaceContext is what a namespace contributes to a decision.
-type namespaceContext struct {
-	Namespace      *corev1.Namespace
-	Quotas         []corev1.ResourceQuota
-	LimitRanges    []corev1.LimitRange
-	RuntimeClasses []nodev1.RuntimeClass
-}
-
-func (c cluster) namespaceContext(ctx context.Context, ns string) (*namespaceContext, error) {
-	out := &namespaceContext{Namespace: &corev1.Namespace{}}
+// Namespace reads, from the cache, what namespace ns contributes to a
+// decision. Nothing is reserved: the quota decisions of jobs that start pods
+// read their namespace's reservations and quotas live (reserve.go).
+func (c cluster) Namespace(ctx context.Context, ns string) (*pipeline.Namespace, error) {
+	out := &pipeline.Namespace{Namespace: &corev1.Namespace{}}
 	if err := c.get(ctx, client.ObjectKey{Name: ns}, out.Namespace); err != nil {
 		return nil, fmt.Errorf("reading namespace %q: %w", ns, err)
 	}

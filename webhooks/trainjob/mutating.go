@@ -2,9 +2,10 @@ package trainjob
 
 import (
 	"context"
-	"net/http"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 )
 
 // +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=mtrainjob.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded
@@ -16,20 +17,16 @@ type Mutator struct{ *admitter }
 
 // Handle implements admission.Handler.
 func (m Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	ev, done := m.governed(ctx, req)
+	r, done := decode(req)
 	if done != nil {
 		return *done
 	}
-	d, err := m.engine.Mutations(ctx, ev.request)
+	v, err := m.pipeline.Run(ctx, m.cluster, r, pipeline.Mutate)
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+		return *refused(err)
 	}
-	ops, err := patchOperations(req.Object.Raw, ev.job, d)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	if len(ops) == 0 {
+	if !v.Governed || len(v.Patch) == 0 {
 		return admission.Allowed("")
 	}
-	return admission.Patched("", ops...)
+	return admission.Patched("", v.Patch...)
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
@@ -42,10 +43,10 @@ const reservationBudget = 8 * time.Second
 // quotaDecision is one request waiting for its namespace's batch.
 type quotaDecision struct {
 	req      admission.Request
-	ev       *evaluation
+	r        *pipeline.Request
 	deadline time.Time
-	// decision, once made.
-	decision *engine.Decision
+	// verdict, once made.
+	verdict *pipeline.Verdict
 	// rounds it took part in.
 	rounds int
 	done   chan admission.Response
@@ -55,10 +56,10 @@ type quotaDecision struct {
 // is not suspended, a resume) and, when it is allowed and charges a quota,
 // records its reservation before answering. The request joins its namespace's
 // next batch (batch.go) and waits for its answer.
-func (v Validator) decideReserving(ctx context.Context, req admission.Request, ev *evaluation) admission.Response {
-	ev.request.RecordLater = true
-	qd := &quotaDecision{req: req, ev: ev, deadline: time.Now().Add(reservationBudget), done: make(chan admission.Response, 1)}
-	v.batches.add(ev.job.Namespace, qd)
+func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request) admission.Response {
+	r.RecordLater = true
+	qd := &quotaDecision{req: req, r: r, deadline: time.Now().Add(reservationBudget), done: make(chan admission.Response, 1)}
+	v.batches.add(r.TrainJob.Namespace, qd)
 	select {
 	case resp := <-qd.done:
 		return resp
@@ -85,7 +86,11 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 	// bound to any one request's context.
 	ctx, cancel := context.WithTimeout(context.Background(), reservationBudget)
 	defer cancel()
-	nsc := batch[0].ev.nsc
+	nsc, err := v.cluster.Namespace(ctx, ns)
+	if err != nil {
+		v.answerAll(batch, failClosed(err))
+		return
+	}
 	pending := batch
 	live := false
 	// limit is how many requests a round decides. A round whose write lost
@@ -115,14 +120,17 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 		var entries []v1alpha1.ReservationEntry
 		for _, qd := range round {
 			qd.rounds++
-			ev := qd.ev
-			ev.request.Quotas, ev.request.Reserved = quotas, othersThan(holders, ns, ev.job.Name)
-			d, err := v.engine.Decide(ctx, ev.request)
+			verdict, err := v.pipeline.Run(ctx, pipeline.WithQuotaState(v.cluster, quotas, holders), qd.r, pipeline.Validate)
 			if err != nil {
-				qd.answer(admission.Errored(http.StatusInternalServerError, err))
+				qd.answer(*refused(err))
 				continue
 			}
-			qd.decision = d
+			if !verdict.Governed { // its runtime lost mlPolicy.mpi since
+				qd.answer(admission.Allowed(""))
+				continue
+			}
+			qd.verdict = verdict
+			d := verdict.Decision
 			switch {
 			case !d.Allowed && !live:
 				// Deny only on what the apiserver holds now: the cache, or
@@ -130,16 +138,16 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 				// an entry that has been released since.
 				again = append(again, qd)
 				continue
-			case !d.Allowed || ev.request.DryRun:
-				qd.answer(v.respond(ev, d))
+			case !d.Allowed || qd.r.DryRun:
+				qd.answer(v.respond(verdict))
 				continue
 			}
-			parts := quota.PartsOf(ev.request.View, quotas)
+			parts := quota.PartsOf(verdict.View, quotas)
 			if len(parts) == 0 {
-				qd.answer(v.respond(ev, d))
+				qd.answer(v.respond(verdict))
 				continue
 			}
-			e := v.entry(qd.req, ev, parts)
+			e := v.entry(qd, parts)
 			if e.Operation == v1alpha1.OperationCreate && v.maxUnconfirmed > 0 && state.unconfirmed >= v.maxUnconfirmed {
 				// Refused only on a live read, as a denial is: the
 				// entries seen may have been released since. A resume's
@@ -157,7 +165,7 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 			entries = append(entries, e)
 			writing = append(writing, qd)
 			// The requests after it in this round see its reservation.
-			holders = append(othersThan(holders, ns, ev.job.Name), engine.Reservation{TrainJob: ns + "/" + ev.job.Name, Parts: parts})
+			holders = append(othersThan(holders, ns, qd.r.TrainJob.Name), engine.Reservation{TrainJob: ns + "/" + qd.r.TrainJob.Name, Parts: parts})
 		}
 		if len(entries) > 0 {
 			err = v.reservations.Put(ctx, res, entries...)
@@ -166,7 +174,7 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 			case err == nil:
 				limit = maxBatch
 				for _, qd := range writing {
-					qd.answer(v.respond(qd.ev, qd.decision))
+					qd.answer(v.respond(qd.verdict))
 				}
 			case reservations.Retryable(err):
 				lastErr = err
@@ -200,17 +208,21 @@ func (v Validator) expire(pending []*quotaDecision, lastErr error) []*quotaDecis
 // notRecorded is the answer to a request whose reservation could not be
 // written: denied (and logged so), nothing reserved, retry.
 func (v Validator) notRecorded(qd *quotaDecision, err error) admission.Response {
-	d := qd.decision
-	if d == nil {
-		d = &engine.Decision{}
+	return v.refuse(qd, fmt.Sprintf("mpiguard could not record the quota this TrainJob needs in namespace %s (%d rounds; last: %v), so nothing was reserved; retry the request",
+		qd.r.TrainJob.Namespace, qd.rounds, err))
+}
+
+// refuse denies a decided request for a reason of the reservation's, not a
+// policy's: msg is added to its decision's violations.
+func (v Validator) refuse(qd *quotaDecision, msg string) admission.Response {
+	violation := engine.Violation{Policy: reservationPolicy, Action: engine.EnforceDeny, Field: "spec.trainer", Message: msg}
+	if qd.verdict == nil { // not decided yet: nothing to add the reason to
+		return admission.Denied(pipeline.ViolationLine(violation))
 	}
+	d := qd.verdict.Decision
 	d.Allowed = false
-	d.Violations = append(d.Violations, engine.Violation{
-		Policy: reservationPolicy, Action: engine.EnforceDeny, Field: "spec.trainer",
-		Message: fmt.Sprintf("mpiguard could not record the quota this TrainJob needs in namespace %s (%d rounds; last: %v), so nothing was reserved; retry the request",
-			qd.ev.job.Namespace, qd.rounds, err),
-	})
-	return v.respond(qd.ev, d)
+	d.Violations = append(d.Violations, violation)
+	return v.respond(qd.verdict)
 }
 
 // tooManyUnconfirmed is the answer to a request that would add an entry to a
@@ -220,15 +232,9 @@ func (v Validator) notRecorded(qd *quotaDecision, err error) admission.Response 
 // reviews, or creates the apiserver refuses after admission); they are
 // released after the grace, and then this request, retried, is decided.
 func (v Validator) tooManyUnconfirmed(qd *quotaDecision, n int) admission.Response {
-	unconfirmedRefusals.WithLabelValues(qd.ev.job.Namespace).Inc()
-	d := qd.decision
-	d.Allowed = false
-	d.Violations = append(d.Violations, engine.Violation{
-		Policy: reservationPolicy, Action: engine.EnforceDeny, Field: "spec.trainer",
-		Message: fmt.Sprintf("namespace %s already holds %d quota reservations of TrainJobs admitted but not yet created (limit %d; each is released %s after admission if its TrainJob never appears), so nothing was reserved; retry in a few seconds. If this persists, admission reviews not followed by a create are reaching mpiguard: tell the platform team",
-			qd.ev.job.Namespace, n, v.maxUnconfirmed, v.grace),
-	})
-	return v.respond(qd.ev, d)
+	unconfirmedRefusals.WithLabelValues(qd.r.TrainJob.Namespace).Inc()
+	return v.refuse(qd, fmt.Sprintf("namespace %s already holds %d quota reservations of TrainJobs admitted but not yet created (limit %d; each is released %s after admission if its TrainJob never appears), so nothing was reserved; retry in a few seconds. If this persists, admission reviews not followed by a create are reaching mpiguard: tell the platform team",
+		qd.r.TrainJob.Namespace, n, v.maxUnconfirmed, v.grace))
 }
 
 func (v Validator) answerAll(qds []*quotaDecision, resp admission.Response) {
@@ -264,7 +270,7 @@ type quotaState struct {
 // and what is held against them: every entry of res, and TrainJobs that will
 // create pods but have no entry (admitted before mpiguard kept reservations, or
 // while its webhook was bypassed), each less the pods that exist.
-func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceContext, res *v1alpha1.QuotaReservation) (quotaState, error) {
+func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Namespace, res *v1alpha1.QuotaReservation) (quotaState, error) {
 	var pods corev1.PodList
 	if err := v.cluster.reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return quotaState{}, fmt.Errorf("listing the pods of %q: %w", ns, err)
@@ -284,7 +290,7 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *namespaceCont
 		if reservations.Has(res, other.Name) || !reservations.StartsPods(other) {
 			continue
 		}
-		view, err := v.pendingView(ctx, other, nsc)
+		view, err := v.pipeline.RenderStored(ctx, v.cluster, other, nsc)
 		if err != nil {
 			if isRuntimeGone(err) {
 				// A job whose runtime is gone creates no pods: it holds nothing.
@@ -332,11 +338,12 @@ func (v Validator) liveQuotas(ctx context.Context, ns string) ([]corev1.Resource
 }
 
 // entry is the reservation of an allowed request.
-func (v Validator) entry(req admission.Request, ev *evaluation, parts []v1alpha1.ReservedPart) v1alpha1.ReservationEntry {
+func (v Validator) entry(qd *quotaDecision, parts []v1alpha1.ReservedPart) v1alpha1.ReservationEntry {
 	now := time.Now()
+	req, job := qd.req, qd.r.TrainJob
 	e := v1alpha1.ReservationEntry{
-		TrainJob:   ev.job.Name,
-		UID:        ev.job.UID,
+		TrainJob:   job.Name,
+		UID:        job.UID,
 		RequestUID: req.UID,
 		Operation:  v1alpha1.OperationCreate,
 		AdmittedAt: metav1.NewTime(now),
@@ -345,19 +352,15 @@ func (v Validator) entry(req admission.Request, ev *evaluation, parts []v1alpha1
 	}
 	if req.Operation == admissionv1.Update {
 		e.Operation = v1alpha1.OperationUpdate
-		e.ResumedFromGeneration = ev.old.Generation
+		e.ResumedFromGeneration = qd.r.OldTrainJob.Generation
 	}
 	return e
 }
 
 // respond records the final decision and answers with it.
-func (v Validator) respond(ev *evaluation, d *engine.Decision) admission.Response {
-	v.engine.Record(ev.request, d)
-	warns := warnings(d.Warnings())
-	if !d.Allowed {
-		return admission.Denied(denialMessage(ev.job, d.Denials())).WithWarnings(warns...)
-	}
-	return admission.Allowed("").WithWarnings(warns...)
+func (v Validator) respond(verdict *pipeline.Verdict) admission.Response {
+	v.pipeline.Record(verdict)
+	return answer(verdict)
 }
 
 // failClosed answers a decision whose inputs could not be read: denied, with

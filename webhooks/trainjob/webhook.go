@@ -1,8 +1,10 @@
 // Package trainjob serves mpiguard's admission webhooks for Kubeflow Trainer
 // TrainJobs. Only MPI TrainJobs (their runtime has mlPolicy.mpi) are governed;
 // every other TrainJob is allowed untouched after one cached runtime lookup.
-// Decode -> runtime and namespace context -> JobView (policies/render) ->
-// policy engine (policies/engine) -> response with messages and warnings.
+// Each handler decodes the request, runs it through the admission pipeline
+// (policies/pipeline: render, quota, policy engine) and answers with its
+// verdict; the validating one also records the quota a job that starts pods
+// reserves (reserve.go).
 // controller-runtime's admission.Webhook handles each request; reviewServer
 // (serve.go) serves it over HTTP, decoding the AdmissionReview with goccy/go-json.
 package trainjob
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
@@ -68,9 +71,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	a := &admitter{
 		cluster:        cluster{reader: mgr.GetClient(), live: mgr.GetAPIReader()},
-		renderer:       opts.Renderer,
-		engine:         opts.Engine,
-		views:          newViewCache(4096),
+		pipeline:       pipeline.New(opts.Renderer, opts.Engine),
 		grace:          opts.ReservationGrace,
 		maxUnconfirmed: opts.MaxUnconfirmedReservations,
 		reservations:   reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),

@@ -1,4 +1,4 @@
-package trainjob
+package pipeline
 
 import (
 	"encoding/json"

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
@@ -39,7 +40,7 @@ func testAdmitter(t *testing.T, objs ...runtime.Object) *admitter {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).Build()
-	return &admitter{cluster: cluster{reader: c}, renderer: rnd, engine: eng, views: newViewCache(16)}
+	return &admitter{cluster: cluster{reader: c}, pipeline: pipeline.New(rnd, eng)}
 }
 
 // TestMutationKeepsUnknownFields: the mutating webhook's patch touches only

@@ -1,14 +1,30 @@
-package trainjob
+package pipeline
 
 import (
 	"io/fs"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpiguard/mpiguard/policies"
 	"github.com/mpiguard/mpiguard/policies/engine"
 )
+
+func TestDenialMessage(t *testing.T) {
+	job := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big"}}
+	v := &Verdict{Governed: true, TrainJob: job, Decision: &engine.Decision{Violations: []engine.Violation{
+		{Policy: "aggregate-quota", Action: engine.EnforceDeny, Field: "spec.trainer", Message: "TrainJob needs 12 nvidia.com/gpu"},
+		{Policy: "max-duration", Action: engine.EnforceWarn, Message: "a warning"},
+		{Policy: "slots-gpus", Action: engine.EnforceDeny, Message: "no field"},
+	}}}
+	got := v.DenialMessage()
+	want := "TrainJob team-a/big violates 2 mpiguard policies:\n- [aggregate-quota] spec.trainer: TrainJob needs 12 nvidia.com/gpu\n- [slots-gpus] no field"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("message (-want +got):\n%s", diff)
+	}
+}
 
 func TestDeferDenials(t *testing.T) {
 	deny := func(policy string) engine.Violation {

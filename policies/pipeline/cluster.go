@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"context"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+)
+
+// Cluster is what a decision reads of the cluster. The webhooks read the
+// manager's cache (and, for quota decisions, the apiserver); `mpiguard check`
+// reads the documents it was given.
+type Cluster interface {
+	// Runtime returns the ClusterTrainingRuntime or TrainingRuntime job
+	// refers to, its kind set, or an error that says which is missing and
+	// how to fix it.
+	Runtime(ctx context.Context, job *trainer.TrainJob) (client.Object, error)
+	// Namespace returns what namespace name contributes to a decision.
+	Namespace(ctx context.Context, name string) (*Namespace, error)
+}
+
+// Namespace is what a namespace contributes to a decision.
+type Namespace struct {
+	// Namespace's labels and annotations select exemptions and parameters.
+	Namespace *corev1.Namespace
+	// Quotas are the namespace's ResourceQuotas; their status.used counts.
+	Quotas []corev1.ResourceQuota
+	// LimitRanges default and bound the containers the job's pods get.
+	LimitRanges []corev1.LimitRange
+	// RuntimeClasses add their pod overhead to what pods are charged.
+	RuntimeClasses []nodev1.RuntimeClass
+	// Reserved are the admitted jobs quotas do not count yet (their pods do
+	// not exist yet): each is counted on top of status.used. The job being
+	// decided may be among them; it is left out of its own decision.
+	Reserved []engine.Reservation
+}
+
+// WithQuotaState returns a Cluster that reads like c, except that every
+// namespace has quotas and reserved as its ResourceQuotas and reservations:
+// what one round of quota decisions read (webhooks/trainjob/reserve.go).
+func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation) Cluster {
+	return quotaState{Cluster: c, quotas: quotas, reserved: reserved}
+}
+
+type quotaState struct {
+	Cluster
+	quotas   []corev1.ResourceQuota
+	reserved []engine.Reservation
+}
+
+func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, error) {
+	ns, err := q.Cluster.Namespace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := *ns
+	out.Quotas, out.Reserved = q.quotas, q.reserved
+	return &out, nil
+}
+
+// othersThan leaves out the reservation of TrainJob ns/name: a job being
+// decided replaces its own.
+func othersThan(reserved []engine.Reservation, ns, name string) []engine.Reservation {
+	key := ns + "/" + name
+	out := make([]engine.Reservation, 0, len(reserved))
+	for _, r := range reserved {
+		if r.TrainJob != key {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,17 @@
+// Package pipeline is mpiguard's one admission pipeline: the single place
+// where a TrainJob submit is turned into a verdict. The mutating and
+// validating webhooks (webhooks/trainjob), `mpiguard check` (policies/offline)
+// and audit call the same function, Pipeline.Run; they differ only in the
+// Cluster they read (the manager's cache, documents on disk) and the Stage
+// they ask for:
+//
+//	Mutate    the mutating webhook: render, ask the policies for their
+//	          mutations, answer with the JSON patch.
+//	Validate  the validating webhook: render the object as the apiserver
+//	          will store it and judge it.
+//	Admit     both, as the apiserver runs them one after the other: render,
+//	          mutate, apply the mutation, render again, judge (check, audit).
+//
+// Data flows one way: webhook or check -> pipeline -> render, quota, engine ->
+// Verdict. Nothing here knows about HTTP or AdmissionReviews.
+package pipeline

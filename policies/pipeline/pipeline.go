@@ -1,0 +1,252 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"gomodules.xyz/jsonpatch/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// Stage is how much of admission a Run performs.
+type Stage int
+
+const (
+	// Mutate is the mutating webhook's pass: the verdict carries the
+	// mutation and its patch, and no decision.
+	Mutate Stage = iota
+	// Validate is the validating webhook's pass: the job is judged as it
+	// is (the apiserver has applied the mutating webhook's patch already).
+	Validate
+	// Admit is both passes one after the other, as the apiserver runs them:
+	// the mutation is applied to a copy of the job, which is rendered again
+	// and judged. `mpiguard check` and audit use it.
+	Admit
+)
+
+func (s Stage) String() string {
+	switch s {
+	case Mutate:
+		return "mutate"
+	case Validate:
+		return "validate"
+	case Admit:
+		return "admit"
+	}
+	return fmt.Sprintf("Stage(%d)", int(s))
+}
+
+// Request is one admission request for a TrainJob.
+type Request struct {
+	Operation engine.Operation
+	// User and Groups identify who submitted (decision log, policies).
+	User   string
+	Groups []string
+	DryRun bool
+	// TrainJob is the object submitted, its namespace set; OldTrainJob the
+	// stored one on UPDATE. Run never modifies either.
+	TrainJob    *trainer.TrainJob
+	OldTrainJob *trainer.TrainJob
+	// Raw is TrainJob as the apiserver sent it. The patch is computed against
+	// it, so fields the compiled Trainer types do not know (a newer
+	// Trainer's) are kept. Nil: TrainJob's own JSON.
+	Raw []byte
+	// RecordLater leaves the decision out of the decision log and metrics:
+	// the caller records the final one with Pipeline.Record (a quota
+	// decision is final only once its reservation is written).
+	RecordLater bool
+}
+
+// Verdict is what the pipeline made of a request.
+type Verdict struct {
+	// Governed is false when mpiguard's policies have nothing to say about
+	// the request: not a CREATE or UPDATE, not an MPI TrainJob, an UPDATE
+	// that changes nothing the job runs or only suspends it. Allow it
+	// untouched; nothing else is set.
+	Governed bool
+	// TrainJob is the job as judged: in Admit, with the mutation applied.
+	TrainJob *trainer.TrainJob
+	// View is what TrainJob renders to with its runtime.
+	View *render.JobView
+	// Mutation and Patch (the JSON patch that applies Mutation to
+	// Request.Raw, touching only mpiguard's own paths): Mutate and Admit.
+	Mutation *engine.Mutation
+	Patch    []jsonpatch.JsonPatchOperation
+	// Decision: Validate and Admit.
+	Decision *engine.Decision
+
+	// request is what the engine decided, for Record.
+	request *engine.Request
+}
+
+// Allowed says whether the request may proceed: ungoverned, or allowed by
+// the decision (a Mutate verdict never denies).
+func (v *Verdict) Allowed() bool {
+	return !v.Governed || v.Decision == nil || v.Decision.Allowed
+}
+
+// Pipeline turns admission requests into verdicts with one renderer and one
+// policy engine. It is safe for concurrent use.
+type Pipeline struct {
+	renderer *render.Renderer
+	engine   *engine.Engine
+	stored   *storedViews
+}
+
+// New returns a pipeline rendering with r and judging with e.
+func New(r *render.Renderer, e *engine.Engine) *Pipeline {
+	return &Pipeline{renderer: r, engine: e, stored: newStoredViews(storedViewsSize)}
+}
+
+// Engine is the policy engine the pipeline judges with.
+func (p *Pipeline) Engine() *engine.Engine { return p.engine }
+
+// Run is admission: every webhook pass, `mpiguard check` and audit go
+// through here. It reads what the decision depends on from c, renders the
+// job, and asks the policies what stage needs. An error means the request
+// could not be evaluated: reject it with the error, never allow it.
+func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+	rt, err := p.governedRuntime(ctx, c, req)
+	if err != nil || rt == nil {
+		return &Verdict{TrainJob: req.TrainJob}, err
+	}
+	job := req.TrainJob
+	ns, err := c.Namespace(ctx, job.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if stage == Admit {
+		job = job.DeepCopy() // the mutation is applied to it
+	}
+	in := render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, OwnManager: engine.AdmissionManager}
+	view, err := p.renderer.Render(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	er := &engine.Request{
+		Operation:   req.Operation,
+		User:        req.User,
+		Groups:      req.Groups,
+		DryRun:      req.DryRun,
+		TrainJob:    job,
+		OldTrainJob: req.OldTrainJob,
+		View:        view,
+		Namespace:   ns.Namespace,
+		Quotas:      ns.Quotas,
+		Reserved:    othersThan(ns.Reserved, job.Namespace, job.Name),
+		Runtime:     runtimeMeta(rt),
+	}
+	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er}
+
+	if stage != Validate {
+		if v.Mutation, err = p.engine.Mutations(ctx, er); err != nil {
+			return nil, &PolicyError{err}
+		}
+		if v.Patch, err = patchOperations(req.raw(), req.TrainJob, v.Mutation); err != nil {
+			return nil, err
+		}
+		if stage == Mutate {
+			return v, nil
+		}
+		if v.Mutation.Apply(job) {
+			// The Trainer merges runtime patches: the policies judge the
+			// pods the mutated job creates.
+			if view, err = p.renderer.Render(ctx, in); err != nil {
+				return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
+			}
+			v.View, er.View = view, view
+		}
+	}
+
+	deferred := staysSuspended(req.OldTrainJob, job)
+	er.RecordLater = req.RecordLater || deferred
+	if v.Decision, err = p.engine.Decide(ctx, er); err != nil {
+		return nil, &PolicyError{err}
+	}
+	if deferred {
+		deferDenials(v.Decision)
+		if !req.RecordLater {
+			p.engine.Record(er, v.Decision)
+		}
+	}
+	return v, nil
+}
+
+// Record writes the final decision of a verdict whose request asked to
+// record later to the decision log and metrics.
+func (p *Pipeline) Record(v *Verdict) {
+	if v.Governed && v.Decision != nil {
+		p.engine.Record(v.request, v.Decision)
+	}
+}
+
+// Governed says whether the policies have anything to say about req (see
+// Verdict.Governed) without rendering or judging it: one runtime read.
+func (p *Pipeline) Governed(ctx context.Context, c Cluster, req *Request) (bool, error) {
+	rt, err := p.governedRuntime(ctx, c, req)
+	return rt != nil, err
+}
+
+// governedRuntime returns the runtime of a governed request, nil when the
+// request is not governed.
+func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request) (client.Object, error) {
+	if req == nil || (req.Operation != engine.Create && req.Operation != engine.Update) {
+		return nil, nil // deletes and connects start nothing
+	}
+	if err := validateRequest(req); err != nil {
+		return nil, err
+	}
+	if req.OldTrainJob != nil && (!specChanged(req.OldTrainJob, req.TrainJob) || onlySuspends(req.OldTrainJob, req.TrainJob)) {
+		return nil, nil
+	}
+	rt, err := c.Runtime(ctx, req.TrainJob)
+	if err != nil || !engine.Governs(rt) {
+		return nil, err
+	}
+	return rt, nil
+}
+
+func validateRequest(req *Request) error {
+	switch {
+	case req.TrainJob == nil:
+		return errors.New("admission request has no TrainJob")
+	case req.Operation == engine.Update && req.OldTrainJob == nil:
+		return fmt.Errorf("UPDATE of TrainJob %s/%s without the stored object", req.TrainJob.Namespace, req.TrainJob.Name)
+	}
+	return nil
+}
+
+// raw is the object the patch is computed against.
+func (req *Request) raw() []byte {
+	if req.Raw != nil {
+		return req.Raw
+	}
+	b, err := json.Marshal(req.TrainJob)
+	if err != nil {
+		return nil // patchOperations reports an unreadable object
+	}
+	return b
+}
+
+func runtimeMeta(rt client.Object) engine.RuntimeMeta {
+	return engine.RuntimeMeta{
+		Kind:        rt.GetObjectKind().GroupVersionKind().Kind,
+		Name:        rt.GetName(),
+		Labels:      rt.GetLabels(),
+		Annotations: rt.GetAnnotations(),
+	}
+}
+
+// PolicyError is a request the policies could not judge: a policy that
+// failed or ran past its deadline. The request is refused; the fault is the
+// policies', not the user's (the webhooks answer 500, not 403).
+type PolicyError struct{ Err error }
+
+func (e *PolicyError) Error() string { return e.Err.Error() }
+func (e *PolicyError) Unwrap() error { return e.Err }

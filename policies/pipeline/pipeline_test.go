@@ -1,0 +1,198 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/quota"
+	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/test/fixtures"
+)
+
+// memCluster is a Cluster held in memory (a pure unit test).
+type memCluster struct {
+	runtimes map[string]client.Object
+	ns       Namespace
+}
+
+func (m memCluster) Runtime(_ context.Context, job *trainer.TrainJob) (client.Object, error) {
+	rt, ok := m.runtimes[job.Spec.RuntimeRef.Name]
+	if !ok {
+		return nil, fmt.Errorf("runtime %q not found", job.Spec.RuntimeRef.Name)
+	}
+	rt = rt.DeepCopyObject().(client.Object)
+	rt.GetObjectKind().SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.ClusterTrainingRuntimeKind))
+	return rt, nil
+}
+
+func (m memCluster) Namespace(_ context.Context, name string) (*Namespace, error) {
+	ns := m.ns
+	ns.Namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: m.ns.Namespace.Labels}}
+	return &ns, nil
+}
+
+func testPipeline(t *testing.T) *Pipeline {
+	t.Helper()
+	ctx := context.Background()
+	eng, err := engine.NewDefault(ctx, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd, err := render.NewRenderer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(rnd, eng)
+}
+
+func testCluster(t *testing.T) memCluster {
+	t.Helper()
+	mpi := fixtures.GPUWorkersRuntime("gpu", "4").Cluster()
+	torch := fixtures.TorchRuntime("torch").Cluster()
+	if err := render.ApplyDefaults(mpi, torch); err != nil {
+		t.Fatal(err)
+	}
+	return memCluster{
+		runtimes: map[string]client.Object{"gpu": mpi, "torch": torch},
+		ns: Namespace{
+			Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"mpiguard.io/data-residency": "eu"}}},
+			Quotas:    []corev1.ResourceQuota{*fixtures.ResourceQuota("team-a", "gpus", "requests.nvidia.com/gpu", "16")},
+		},
+	}
+}
+
+// TestAdmitIsMutateThenValidate: Admit, what `mpiguard check` and audit run,
+// gives the verdict the two webhooks give one after the other: the
+// mutating pass's patch applied to the object, then the validating pass on
+// the result.
+func TestAdmitIsMutateThenValidate(t *testing.T) {
+	p, c := testPipeline(t), testCluster(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		job  *trainer.TrainJob
+	}{
+		{"fits", fixtures.TrainJob("team-a", "fits", "gpu").NumNodes(2).NumProcPerNode(4).Obj()},
+		{"over quota", fixtures.TrainJob("team-a", "big", "gpu").NumNodes(8).NumProcPerNode(4).Obj()},
+		{"slots differ from GPUs", fixtures.TrainJob("team-a", "slots", "gpu").NumNodes(2).NumProcPerNode(8).Obj()},
+		{"deadline given", fixtures.TrainJob("team-a", "deadline", "gpu").NumNodes(2).NumProcPerNode(4).ActiveDeadlineSeconds(7200).Obj()},
+		{"istio opt-in", fixtures.TrainJob("team-a", "istio", "gpu").NumNodes(2).NumProcPerNode(4).Label("sidecar.istio.io/inject", "true").Obj()},
+		{"not MPI", fixtures.TrainJob("team-a", "torch", "torch").Obj()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := json.Marshal(tc.job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := func(job *trainer.TrainJob, raw []byte) *Request {
+				return &Request{Operation: engine.Create, User: "u", TrainJob: job, Raw: raw}
+			}
+			admit, err := p.Run(ctx, c, req(tc.job, raw), Admit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mutate, err := p.Run(ctx, c, req(tc.job, raw), Mutate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mutated := raw
+			if len(mutate.Patch) > 0 {
+				ops, err := json.Marshal(mutate.Patch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				patch, err := jsonpatch.DecodePatch(ops)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mutated, err = patch.Apply(raw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			job := &trainer.TrainJob{}
+			if err := json.Unmarshal(mutated, job); err != nil {
+				t.Fatal(err)
+			}
+			validate, err := p.Run(ctx, c, req(job, mutated), Validate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if admit.Governed != validate.Governed || admit.Allowed() != validate.Allowed() {
+				t.Fatalf("admit: governed %t allowed %t; mutate then validate: governed %t allowed %t",
+					admit.Governed, admit.Allowed(), validate.Governed, validate.Allowed())
+			}
+			if diff := cmp.Diff(validate.DenialMessage(), admit.DenialMessage()); diff != "" {
+				t.Errorf("denial (-mutate then validate +admit):\n%s", diff)
+			}
+			if diff := cmp.Diff(validate.Warnings(), admit.Warnings()); diff != "" {
+				t.Errorf("warnings (-mutate then validate +admit):\n%s", diff)
+			}
+			if diff := cmp.Diff(job.Spec, admit.TrainJob.Spec); admit.Governed && diff != "" {
+				t.Errorf("judged job (-patched by the mutating pass +admit's):\n%s", diff)
+			}
+			if diff := cmp.Diff(mutate.Patch, admit.Patch); diff != "" {
+				t.Errorf("patch (-mutate +admit):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunLeavesTheRequestAlone: Run never modifies the request's objects,
+// Admit included (it applies the mutation to a copy).
+func TestRunLeavesTheRequestAlone(t *testing.T) {
+	p, c := testPipeline(t), testCluster(t)
+	job := fixtures.TrainJob("team-a", "run", "gpu").NumNodes(2).NumProcPerNode(4).Obj()
+	before := job.DeepCopy()
+	for _, stage := range []Stage{Mutate, Validate, Admit} {
+		v, err := p.Run(context.Background(), c, &Request{Operation: engine.Create, TrainJob: job}, stage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stage != Validate && len(v.Patch) == 0 {
+			t.Errorf("%s: no patch; want the default deadline and mpiguard's entry", stage)
+		}
+		if diff := cmp.Diff(before, job); diff != "" {
+			t.Errorf("%s modified the request's TrainJob (-before +after):\n%s", stage, diff)
+		}
+	}
+}
+
+// TestReservedLeavesOutTheJobDecided: a job is never counted twice against
+// a quota, once as itself and once as its own reservation (a resume, or a
+// create decided again after a lost write, finds its own entry).
+func TestReservedLeavesOutTheJobDecided(t *testing.T) {
+	p, c := testPipeline(t), testCluster(t)
+	ctx := context.Background()
+	job := fixtures.TrainJob("team-a", "run", "gpu").NumNodes(3).NumProcPerNode(4).Obj() // 12 of 16 GPUs
+	v, err := p.Run(ctx, c, &Request{Operation: engine.Create, TrainJob: job}, Admit)
+	if err != nil || !v.Allowed() {
+		t.Fatalf("alone: allowed %t, %v; want allowed", v.Allowed(), err)
+	}
+	parts := quota.PartsOf(v.View, c.ns.Quotas)
+	for _, tc := range []struct {
+		holder string
+		want   bool
+	}{
+		{"team-a/run", true},    // its own reservation: left out
+		{"team-a/other", false}, // another job holding as much: 24 of 16
+	} {
+		held := WithQuotaState(c, c.ns.Quotas, []engine.Reservation{{TrainJob: tc.holder, Parts: parts}})
+		v, err := p.Run(ctx, held, &Request{Operation: engine.Create, TrainJob: job}, Admit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Allowed() != tc.want {
+			t.Errorf("%s holding 12 GPUs: allowed %t, want %t (%s)", tc.holder, v.Allowed(), tc.want, v.DenialMessage())
+		}
+	}
+}
