@@ -1,6 +1,7 @@
 // Package runtimetemplate serves the validating webhook for ClusterTrainingRuntime
-// and TrainingRuntime templates with an MPI policy: it flags what the Trainer's
-// own webhook does not check (and, unlike upstream, checks updates too).
+// and TrainingRuntime templates with an MPI policy: it decodes the runtime,
+// judges it with runtimes/template (what the Trainer's own webhook does not
+// check) and answers; unlike upstream, it checks updates too.
 package runtimetemplate
 
 import (
@@ -17,8 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mpiguard/mpiguard/runtimes/catalog"
-	"github.com/mpiguard/mpiguard/runtimes/constraints"
+	"github.com/mpiguard/mpiguard/runtimes/template"
 )
 
 // Paths at which the webhook is served; config/webhook is generated from the markers below.
@@ -68,13 +68,7 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	errs, warnings := Validate(spec)
-	// Malformed constraint annotations would silently lift a limit the admin meant.
-	_, constraintErrs := constraints.Parse(meta.Annotations)
-	errs = append(errs, constraintErrs...)
-	if isMPI(spec) {
-		warnings = append(warnings, warnImplementationLabel(meta.Labels)...)
-	}
+	errs, warnings := template.Validate(meta, spec)
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		oldMeta, oldSpec, err := v.decode(req, true)
 		if err != nil {
@@ -83,7 +77,7 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 		// Updates that change neither spec nor constraints (finalizers, labels) and
 		// updates of an object being deleted must pass, or a runtime created before
 		// this webhook could never be cleaned up; problems become warnings.
-		sameConstraints := equality.Semantic.DeepEqual(constraintAnnotations(oldMeta), constraintAnnotations(meta))
+		sameConstraints := equality.Semantic.DeepEqual(template.ConstraintAnnotations(oldMeta), template.ConstraintAnnotations(meta))
 		if meta.DeletionTimestamp != nil || (sameConstraints && equality.Semantic.DeepEqual(oldSpec, spec)) {
 			warnings = append(errs, warnings...)
 			errs = nil
@@ -119,28 +113,6 @@ func (v *Validator) decode(req admission.Request, old bool) (*metav1.ObjectMeta,
 	default:
 		return nil, nil, fmt.Errorf("unexpected kind %q: this webhook validates ClusterTrainingRuntime and TrainingRuntime", req.Kind.Kind)
 	}
-}
-
-// warnImplementationLabel: the label tells the RuntimeTest (and admins) how the
-// launcher adapts the OpenMPI hostfile; an unknown value is treated as OpenMPI.
-func warnImplementationLabel(labels map[string]string) field.ErrorList {
-	v, ok := labels[catalog.LabelMPIImplementation]
-	if !ok || v == catalog.ImplementationOpenMPI || v == catalog.ImplementationIntel || v == catalog.ImplementationMPICH {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(field.NewPath("metadata", "labels").Key(catalog.LabelMPIImplementation), v,
-		fmt.Sprintf("%q is not a known MPI implementation: RuntimeTests launch mpirun according to this label and treat an unknown value as OpenMPI; use %s, %s or %s",
-			v, catalog.ImplementationOpenMPI, catalog.ImplementationIntel, catalog.ImplementationMPICH))}
-}
-
-func constraintAnnotations(meta *metav1.ObjectMeta) map[string]string {
-	out := map[string]string{}
-	for _, k := range constraints.Keys {
-		if v, ok := meta.Annotations[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // warningStrings renders warnings like field errors ("path: message"), the

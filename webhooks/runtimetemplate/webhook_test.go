@@ -3,6 +3,7 @@ package runtimetemplate
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
 func request(t *testing.T, op admissionv1.Operation, kind string, obj, old runtime.Object) admission.Request {
@@ -43,7 +46,7 @@ func TestHandle(t *testing.T) {
 	}
 	v := NewValidator(admission.NewDecoder(scheme))
 
-	good := &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "rt"}, Spec: *curated(t, "mpiguard-openmpi-v2")}
+	good := &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "rt"}, Spec: *openMPISpec(t)}
 	bad := good.DeepCopy()
 	bad.Spec.MLPolicy.NumNodes = ptr.To[int32](3)
 	badRelabelled := bad.DeepCopy()
@@ -52,7 +55,7 @@ func TestHandle(t *testing.T) {
 	badDeleting.DeletionTimestamp = &metav1.Time{}
 	badDeleting.Finalizers = nil
 	noIstio := good.DeepCopy()
-	noIstio.Spec.Template.Spec.ReplicatedJobs[worker].Template.Spec.Template.Labels = nil
+	noIstio.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels = nil // the node job (Workers)
 	badConstraint := good.DeepCopy()
 	badConstraint.Annotations = map[string]string{"mpiguard.io/max-workers": "lots"}
 	oddImpl := good.DeepCopy()
@@ -140,4 +143,18 @@ func TestHandleGarbage(t *testing.T) {
 	if resp.Allowed || resp.Result == nil || resp.Result.Code != 400 {
 		t.Fatalf("garbage must be rejected with 400, got %+v", resp.Result)
 	}
+}
+
+// openMPISpec is the curated OpenMPI runtime's spec: a known-good base.
+func openMPISpec(t *testing.T) *trainer.TrainingRuntimeSpec {
+	t.Helper()
+	all, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(all, func(rt *trainer.ClusterTrainingRuntime) bool { return rt.Name == "mpiguard-openmpi-v2" })
+	if i < 0 {
+		t.Fatal("no curated runtime mpiguard-openmpi-v2")
+	}
+	return all[i].Spec.DeepCopy()
 }

@@ -1,4 +1,4 @@
-package runtimetemplate
+package template
 
 import (
 	"fmt"
@@ -20,10 +20,11 @@ const (
 	defaultScheduler   = "default-scheduler"
 )
 
-// Validate checks an MPI runtime template for what the Trainer does not check.
-// errs are denials; warnings are returned to kubectl as admission warnings.
-// Runtimes without mlPolicy.mpi are not governed: both results are empty.
-func Validate(spec *trainer.TrainingRuntimeSpec) (errs field.ErrorList, warnings field.ErrorList) {
+// ValidateSpec checks an MPI runtime template for what the Trainer does not
+// check. errs are denials; warnings are returned to kubectl as admission
+// warnings. Runtimes without mlPolicy.mpi are not governed: both results are
+// empty.
+func ValidateSpec(spec *trainer.TrainingRuntimeSpec) (errs field.ErrorList, warnings field.ErrorList) {
 	if !isMPI(spec) {
 		return nil, nil
 	}

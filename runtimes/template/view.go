@@ -1,4 +1,4 @@
-package runtimetemplate
+package template
 
 import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"

@@ -1,4 +1,4 @@
-package runtimetemplate
+package template
 
 import (
 	"testing"
@@ -42,7 +42,7 @@ func podSpecPath(i int) *field.Path { return rj(i).Child("template", "spec", "te
 
 var ignoreDetail = cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail")
 
-func TestValidate(t *testing.T) {
+func TestValidateSpec(t *testing.T) {
 	cases := map[string]struct {
 		base         string
 		mutate       func(s *trainer.TrainingRuntimeSpec)
@@ -198,7 +198,7 @@ func TestValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := curated(t, tc.base)
 			tc.mutate(spec)
-			errs, warnings := Validate(spec)
+			errs, warnings := ValidateSpec(spec)
 			if diff := cmp.Diff(tc.wantErrs, errs, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
@@ -214,7 +214,7 @@ func TestMessagesSayWhatWhyHow(t *testing.T) {
 	spec := curated(t, "mpiguard-openmpi-v2")
 	spec.MLPolicy.NumNodes = ptr.To[int32](4)
 	spec.Template.Spec.ReplicatedJobs[worker].Replicas = 2
-	errs, _ := Validate(spec)
+	errs, _ := ValidateSpec(spec)
 	var got []string
 	for _, e := range errs {
 		got = append(got, e.Error())
@@ -235,7 +235,7 @@ func TestEveryCuratedRuntimePasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rt := range all {
-		errs, warnings := Validate(&rt.Spec)
+		errs, warnings := ValidateSpec(&rt.Spec)
 		if len(errs)+len(warnings) > 0 {
 			t.Errorf("%s: errors %v, warnings %v", rt.Name, errs, warnings)
 		}
