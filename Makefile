@@ -41,8 +41,6 @@ FUZZTIME         ?= 60s
 # it minimizing instead of fuzzing.
 FUZZMINIMIZETIME ?= 1s
 FUZZ_TARGETS = \
-  webhooks/trainjob:FuzzReviewServer \
-  webhooks/trainjob:FuzzDecodeTrainJob \
   policies/render:FuzzRender \
   policies/render:FuzzRenderKnobs \
   policies/engine:FuzzDecide \

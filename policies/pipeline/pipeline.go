@@ -57,6 +57,10 @@ type Request struct {
 	// it, so fields the compiled Trainer types do not know (a newer
 	// Trainer's) are kept. Nil: TrainJob's own JSON.
 	Raw []byte
+	// Audit judges the update even when it changes nothing the job runs (or
+	// only suspends it): audit asks what today's policies say about a stored
+	// job, as it is, which admission would not ask again.
+	Audit bool
 	// RecordLater leaves the decision out of the decision log and metrics:
 	// the caller records the final one with Pipeline.Record (a quota
 	// decision is final only once its reservation is written).
@@ -202,7 +206,7 @@ func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request)
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
-	if req.OldTrainJob != nil && (!specChanged(req.OldTrainJob, req.TrainJob) || onlySuspends(req.OldTrainJob, req.TrainJob)) {
+	if req.OldTrainJob != nil && !req.Audit && (!specChanged(req.OldTrainJob, req.TrainJob) || onlySuspends(req.OldTrainJob, req.TrainJob)) {
 		return nil, nil
 	}
 	rt, err := c.Runtime(ctx, req.TrainJob)

@@ -196,3 +196,21 @@ func TestReservedLeavesOutTheJobDecided(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditJudgesUnchangedJobs: admission lets an update that changes
+// nothing the job runs pass unjudged (a finalizer removed must never be
+// blocked by a policy tightened since); audit asks about the stored job as
+// it is, and is answered.
+func TestAuditJudgesUnchangedJobs(t *testing.T) {
+	p, c := testPipeline(t), testCluster(t)
+	job := fixtures.TrainJob("team-a", "run", "gpu").NumNodes(2).NumProcPerNode(8).Obj() // slots differ from GPUs
+	for _, audit := range []bool{false, true} {
+		v, err := p.Run(context.Background(), c, &Request{Operation: engine.Update, TrainJob: job, OldTrainJob: job, Audit: audit}, Validate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Governed != audit || v.Allowed() == audit {
+			t.Errorf("audit %t: governed %t, allowed %t; want governed %t, allowed %t (%s)", audit, v.Governed, v.Allowed(), audit, !audit, v.DenialMessage())
+		}
+	}
+}

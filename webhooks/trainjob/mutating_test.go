@@ -40,7 +40,7 @@ func testAdmitter(t *testing.T, objs ...runtime.Object) *admitter {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).Build()
-	return &admitter{cluster: cluster{reader: c}, pipeline: pipeline.New(rnd, eng)}
+	return &admitter{cluster: cluster{Reader: c}, pipeline: pipeline.New(rnd, eng)}
 }
 
 // TestMutationKeepsUnknownFields: the mutating webhook's patch touches only

@@ -2,7 +2,6 @@ package trainjob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -272,7 +271,7 @@ type quotaState struct {
 // while its webhook was bypassed), each less the pods that exist.
 func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Namespace, res *v1alpha1.QuotaReservation) (quotaState, error) {
 	var pods corev1.PodList
-	if err := v.cluster.reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+	if err := v.cluster.Reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return quotaState{}, fmt.Errorf("listing the pods of %q: %w", ns, err)
 	}
 	quotas, err := v.liveQuotas(ctx, ns)
@@ -282,7 +281,7 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Name
 	existing := reservations.ExistingPods(pods.Items)
 	holders := reservations.Holders(res, existing)
 	var jobs trainer.TrainJobList
-	if err := v.cluster.reader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+	if err := v.cluster.Reader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return quotaState{}, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
 	}
 	for i := range jobs.Items {
@@ -292,7 +291,7 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Name
 		}
 		view, err := v.pipeline.RenderStored(ctx, v.cluster, other, nsc)
 		if err != nil {
-			if isRuntimeGone(err) {
+			if pipeline.IsRuntimeGone(err) {
 				// A job whose runtime is gone creates no pods: it holds nothing.
 				continue
 			}
@@ -319,13 +318,13 @@ func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Name
 // missed, as it was when quotas were read from the cache alone.
 func (v Validator) liveQuotas(ctx context.Context, ns string) ([]corev1.ResourceQuota, error) {
 	var cached corev1.ResourceQuotaList
-	if err := v.cluster.reader.List(ctx, &cached, client.InNamespace(ns)); err != nil {
+	if err := v.cluster.Reader.List(ctx, &cached, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing the ResourceQuotas of %q: %w", ns, err)
 	}
 	out := make([]corev1.ResourceQuota, 0, len(cached.Items))
 	for i := range cached.Items {
 		var q corev1.ResourceQuota
-		err := v.cluster.live.Get(ctx, client.ObjectKeyFromObject(&cached.Items[i]), &q)
+		err := v.cluster.Live.Get(ctx, client.ObjectKeyFromObject(&cached.Items[i]), &q)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue // deleted since
@@ -367,9 +366,4 @@ func (v Validator) respond(verdict *pipeline.Verdict) admission.Response {
 // the reason and what to do.
 func failClosed(err error) admission.Response {
 	return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("mpiguard could not read what the namespace's quotas hold (%w); nothing was admitted, retry the request", err))
-}
-
-func isRuntimeGone(err error) bool {
-	var gone *runtimeNotFoundError
-	return apierrors.IsNotFound(err) || errors.As(err, &gone)
 }

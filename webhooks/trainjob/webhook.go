@@ -5,8 +5,8 @@
 // (policies/pipeline: render, quota, policy engine) and answers with its
 // verdict; the validating one also records the quota a job that starts pods
 // reserves (reserve.go).
-// controller-runtime's admission.Webhook handles each request; reviewServer
-// (serve.go) serves it over HTTP, decoding the AdmissionReview with goccy/go-json.
+// controller-runtime's admission.Webhook serves each request and decodes the
+// AdmissionReview; decode.go reads the TrainJob with its admission.Decoder.
 package trainjob
 
 import (
@@ -70,7 +70,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.MaxUnconfirmedReservations = 0
 	}
 	a := &admitter{
-		cluster:        cluster{reader: mgr.GetClient(), live: mgr.GetAPIReader()},
+		cluster:        cluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		pipeline:       pipeline.New(opts.Renderer, opts.Engine),
 		grace:          opts.ReservationGrace,
 		maxUnconfirmed: opts.MaxUnconfirmedReservations,
@@ -79,7 +79,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	v := Validator{a}
 	a.batches = newBatches(v.decideBatch)
 	srv := mgr.GetWebhookServer()
-	srv.Register(ValidatePath, reviewServer{&webhook.Admission{Handler: v}})
-	srv.Register(MutatePath, reviewServer{&webhook.Admission{Handler: Mutator{a}}})
+	srv.Register(ValidatePath, &webhook.Admission{Handler: v})
+	srv.Register(MutatePath, &webhook.Admission{Handler: Mutator{a}})
 	return nil
 }
