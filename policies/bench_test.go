@@ -18,6 +18,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/offline"
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -119,6 +120,8 @@ type benchEnv struct {
 	eng     *engine.Engine
 	rnd     *render.Renderer
 	cluster *offline.Cluster
+	pipe    *pipeline.Pipeline
+	reader  pipeline.Cluster
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
@@ -154,35 +157,19 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchEnv{eng: eng, rnd: rnd, cluster: c}
+	return &benchEnv{eng: eng, rnd: rnd, cluster: c, pipe: pipeline.New(rnd, eng), reader: offline.NewReader(c)}
 }
 
-// admission is one webhook call's work: runtime check, render, then the
-// engine's Mutations (mutating webhook) or Decide (validating webhook).
-func (e *benchEnv) admission(ctx context.Context, tj *trainer.TrainJob, mutate bool) (*engine.Decision, *engine.Mutation, error) {
-	rt := e.cluster.ClusterRuntimes[tj.Spec.RuntimeRef.Name]
-	if !engine.Governs(rt) {
-		return &engine.Decision{Allowed: true}, nil, nil
-	}
-	view, err := e.rnd.Render(ctx, render.Input{TrainJob: tj, Runtime: rt, LimitRanges: e.cluster.LimitRanges})
-	if err != nil {
-		return nil, nil, err
-	}
-	req := &engine.Request{
-		Operation: engine.Create, User: "bench", TrainJob: tj, View: view,
-		Namespace: e.cluster.Namespaces[tj.Namespace], Quotas: e.cluster.Quotas,
-		Runtime: engine.RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: rt.Name, Labels: rt.Labels},
-	}
-	if mutate {
-		m, err := e.eng.Mutations(ctx, req)
-		return nil, m, err
-	}
-	d, err := e.eng.Decide(ctx, req)
-	return d, nil, err
+// admission is one webhook call's work: the pipeline's Mutate stage (the
+// mutating webhook) or Validate stage (the validating webhook), as the
+// webhooks call it.
+func (e *benchEnv) admission(ctx context.Context, tj *trainer.TrainJob, stage pipeline.Stage) (*pipeline.Verdict, error) {
+	return e.pipe.Run(ctx, e.reader, &pipeline.Request{Operation: engine.Create, User: "bench", TrainJob: tj}, stage)
 }
 
 // BenchmarkDecision measures full admission decisions (render + every policy)
-// and reports wall-clock p50/p99 and CPU time per decision besides ns/op:
+// through the admission pipeline, and reports wall-clock p50/p99 and CPU
+// time per decision besides ns/op:
 //   - mpi-64-workers/mutate: the mutating webhook on a fresh 64-worker job;
 //   - mpi-64-workers/validate: the validating webhook on the mutated job (allowed);
 //   - non-mpi: a TrainJob of a torch runtime, passed untouched.
@@ -190,25 +177,21 @@ func BenchmarkDecision(b *testing.B) {
 	env := newBenchEnv(b)
 	ctx := context.Background()
 	fresh := env.cluster.TrainJobs[0].TrainJob
-	_, m, err := env.admission(ctx, fresh, true)
+	admitted, err := env.admission(ctx, fresh, pipeline.Admit)
 	if err != nil {
 		b.Fatal(err)
 	}
-	mutated := fresh.DeepCopy()
-	if !m.Apply(mutated) {
-		b.Fatal("the 64-worker job was not mutated")
-	}
-	if d, _, err := env.admission(ctx, mutated, false); err != nil || !d.Allowed || !d.Governed {
-		b.Fatalf("the mutated 64-worker job is not an allowed, governed decision: %+v %v", d, err)
+	if len(admitted.Patch) == 0 || !admitted.Governed || !admitted.Allowed() {
+		b.Fatalf("the 64-worker job is not a mutated, allowed, governed decision: %s", admitted.DenialMessage())
 	}
 	cases := []struct {
-		name   string
-		job    *trainer.TrainJob
-		mutate bool
+		name  string
+		job   *trainer.TrainJob
+		stage pipeline.Stage
 	}{
-		{"mpi-64-workers/mutate", fresh, true},
-		{"mpi-64-workers/validate", mutated, false},
-		{"non-mpi", env.cluster.TrainJobs[1].TrainJob, false},
+		{"mpi-64-workers/mutate", fresh, pipeline.Mutate},
+		{"mpi-64-workers/validate", admitted.TrainJob, pipeline.Validate},
+		{"non-mpi", env.cluster.TrainJobs[1].TrainJob, pipeline.Validate},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
@@ -218,7 +201,7 @@ func BenchmarkDecision(b *testing.B) {
 			b.ResetTimer()
 			for n := 0; n < b.N; n++ {
 				start := time.Now()
-				if _, _, err := env.admission(ctx, tc.job, tc.mutate); err != nil {
+				if _, err := env.admission(ctx, tc.job, tc.stage); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))

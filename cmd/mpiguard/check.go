@@ -43,8 +43,9 @@ recursively; "-" is standard input). Together they form the cluster: Namespaces,
 ResourceQuotas (their status.used honoured), LimitRanges, RuntimeClasses,
 ClusterTrainingRuntimes and TrainingRuntimes. Every TrainJob among them is
 evaluated as a CREATE in that context, with the same renderer, engine and
-policies as the webhooks: mutated first, then validated. TrainJobs allowed
-earlier in the input count against quotas as admitted jobs.
+policies as the webhooks (the same pipeline function): mutated first, then
+validated. TrainJobs earlier in the input that admission lets through and that
+start pods (not suspended) count against quotas, MPI or not.
 
 Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 		Example: `  mpiguard check -f cluster.yaml -f jobs/

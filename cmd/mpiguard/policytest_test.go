@@ -43,7 +43,7 @@ func TestPolicyTest(t *testing.T) {
 		t.Fatalf("exit = %d (%v), want 1\n%s", exitOf(err), err, out.String())
 	}
 	for _, want := range []string{
-		"FAIL rego data.mpiguard.policies.slots_gpus_test.test_slots_differ_from_gpus_denied (slots-gpus/slots_gpus_test.rego:19): the test rule is false",
+		"FAIL rego data.mpiguard.policies.slots_gpus_test.test_slots_differ_from_gpus_denied (slots-gpus/slots_gpus_test.rego:32): the test rule is false",
 		"FAIL sample slots-gpus/samples/denied-slots-exceed-gpus.yaml",
 		"no TrainJob is denied by policy slots-gpus",
 	} {

@@ -1,15 +1,17 @@
 # aggregate-quota: the whole job (launcher + every worker + any other replicated
-# job) must fit each ResourceQuota of the namespace, counting status.used plus
-# what admitted-but-not-yet-running TrainJobs and in-flight submits reserve.
+# job) must fit each ResourceQuota of the namespace, counting what running pods
+# use (status.used) and what admitted-but-not-yet-running TrainJobs and
+# in-flight submits hold.
 #
-# Go supplies, per quota, the job's demand for each quota resource name: the
-# pod quota evaluator's name mapping (requests.X, limits.X, cpu, pods, ...) and
-# the quota's scopes (PriorityClass, Terminating, BestEffort, ...) are applied
-# once there, for this job and for the reserved ones alike, and what the quota
-# has free for it (demand.free: hard - status.used - reserved), with exact
-# displays of every amount and the jobs that hold it (demand.heldBy). Rego
-# decides. Amounts can exceed 64 bits: nothing here divides them except
-# through lib.quotient, so no input makes the policy fail.
+# Go (policies/quota) supplies, per quota, the job's demand for each quota
+# resource name: the pod quota evaluator's name mapping (requests.X, limits.X,
+# cpu, pods, ...) and the quota's scopes (PriorityClass, Terminating,
+# BestEffort, ...) are applied there once, for this job and for the jobs that
+# hold the quota alike. Each demand carries the quota's amounts of that name as
+# exact integers of milli units: hard (spec.hard), used (status.used) and held
+# (what the holders in heldBy hold), with their displays. This policy compares
+# them. Amounts can exceed 64 bits: nothing here divides them except through
+# lib.quotient, so no input makes the policy fail.
 package mpiguard.policies.aggregate_quota
 
 import data.mpiguard.lib
@@ -18,30 +20,51 @@ import data.mpiguard.lib
 # admits by flipping spec.suspend). A job created suspended is checked at resume.
 checked if {
 	lib.is_create
-	not lib.suspended
+	not suspended
 }
 
-checked if lib.resumed
+checked if {
+	input.request.operation == "UPDATE"
+	input.oldTrainJob.suspend == true
+	not suspended
+}
 
-deny contains lib.violation("spec.trainer", msg) if {
+suspended if input.trainJob.suspend == true
+
+# free is what the quota has left for this job: its hard limit, less what
+# running pods use and what admitted TrainJobs whose pods do not exist yet
+# hold. It is negative when the quota is over-committed.
+free(demand) := (demand.hard - demand.used) - demand.held
+
+deny contains lib.violation("spec.trainer", msg_quota_exceeded(quota.name, demand, free(demand))) if {
 	checked
 	some quota in input.quotas
 	some demand in quota.demand
-	demand.milli > demand.free
 	demand.milli > 0
-	msg := lib.msg_quota_exceeded(quota.name, demand, breakdown(demand), fixes(demand, demand.free))
+	demand.milli > free(demand)
 }
 
-# A quota on a resource makes the apiserver reject pods with a container that
-# does not declare it; the job would be admitted and then hang.
-deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_quota_undeclared(quota.name, res, demand, part)) if {
-	checked
-	some quota in input.quotas
-	some res, demand in quota.demand
-	demand.undeclared # some part is: look for which only then
-	some part in demand.parts
-	part.undeclared
-}
+# msg_quota_exceeded reads, e.g.: TrainJob needs 12 nvidia.com/gpu (launcher 0
+# + 3 workers x 4) but ResourceQuota "team-a" has 4 of 16 free; reduce workers
+# to 1 or GPUs per worker to 1, or ask an admin to raise the quota. The
+# arguments below are, in order: what the job needs, and of what (with its
+# breakdown); the quota; what it has free of its hard limit (and what holds
+# the rest); the fixes.
+msg_quota_exceeded(quota, demand, free) := sprintf(
+	"TrainJob needs %s %s (%s) but ResourceQuota %q has %s of %s free%s; %s",
+	[
+		demand.display, demand_label(demand), breakdown(demand), quota,
+		lib.display(demand.resource, free), demand.hardDisplay, quota_held(demand),
+		fix_text(fixes(demand, free), "ask an admin to raise the quota"),
+	],
+)
+
+# demand_label is how a quota demand reads in a message: "nvidia.com/gpu", "cpu limits", "pods".
+demand_label(d) := "pods" if d.kind == "pods"
+
+demand_label(d) := d.resource if d.kind == "requests"
+
+demand_label(d) := sprintf("%s limits", [d.resource]) if d.kind == "limits"
 
 # breakdown explains the total: "launcher 0 + 3 workers x 4".
 breakdown(demand) := concat(" + ", [describe(p) | some p in demand.parts])
@@ -60,6 +83,36 @@ describe(p) := sprintf("%d workers x %s", [p.pods, p.perPodDisplay]) if p.role =
 
 describe(p) := sprintf("%s %d x %s", [p.name, p.pods, p.perPodDisplay]) if p.role == "other"
 
+# quota_held says what holds a quota resource when admitted TrainJobs whose
+# pods do not exist yet hold some of it: status.used alone would not explain
+# the free amount.
+quota_held(demand) := "" if count(demand.heldBy) == 0
+
+quota_held(demand) := sprintf(
+	" (%s used by running pods, %s held by TrainJobs admitted whose pods do not exist yet: %s)",
+	[demand.usedDisplay, demand.heldDisplay, holders_text(demand.heldBy)],
+) if count(demand.heldBy) > 0
+
+# max_named_holders is how many holders a message names; the rest are counted.
+max_named_holders := 3
+
+# holders_text names the first holders with their amounts: "team-a/job-1 8, team-a/job-2 4 and 2 more".
+holders_text(by) := concat(", ", named_holders(by)) if count(by) <= max_named_holders
+
+holders_text(by) := sprintf("%s and %d more", [concat(", ", named_holders(by)), count(by) - max_named_holders]) if {
+	count(by) > max_named_holders
+}
+
+named_holders(by) := [sprintf("%s %s", [h.trainJob, h.display]) | some i, h in by; i < max_named_holders]
+
+# fix_text joins reductions ("workers to 1") and always offers the admin route last.
+fix_text(fixes, admin) := sprintf("reduce %s, or %s", [concat(" or ", fixes), admin]) if count(fixes) > 0
+
+fix_text(fixes, admin) := admin if count(fixes) == 0
+
+# fixes lists the reductions that would make the job fit.
+fixes(demand, free) := [f | some f in [fewer_workers(demand, free), smaller_workers(demand, free)]; f != ""]
+
 # workers is the worker part of the demand, when the quota selects workers.
 workers(demand) := p if {
 	some p in demand.parts
@@ -72,9 +125,6 @@ rest(demand) := sum([m |
 	p.role != "worker"
 	m := p.perPodMilli * p.pods
 ])
-
-# fixes lists the reductions that would make the job fit.
-fixes(demand, free) := [f | some f in [fewer_workers(demand, free), smaller_workers(demand, free)]; f != ""]
 
 # fewer_workers: how many workers fit with today's per-worker size. With
 # runLauncherAsNode the launcher is a node too, so numNodes is workers + 1.
@@ -90,9 +140,34 @@ workers_to(n) := sprintf("workers to %d (spec.trainer.numNodes %d)", [n, n + 1])
 workers_to(n) := sprintf("workers to %d", [n]) if not input.job.runLauncherAsNode == true
 
 # smaller_workers: the per-worker amount that fits with today's worker count.
-smaller_workers(demand, free) := sprintf("%s to %s", [lib.per_worker_label(demand.resource), lib.display(demand.resource, per)]) if {
+smaller_workers(demand, free) := sprintf("%s to %s", [per_worker_label(demand.resource), lib.display(demand.resource, per)]) if {
 	demand.kind != "pods"
 	w := workers(demand)
 	per := lib.whole_units(demand.resource, lib.quotient(free - rest(demand), w.pods))
 	per > 0
 } else := ""
+
+# per_worker_label names the per-worker knob for a resource in fix suggestions.
+per_worker_label(res) := "GPUs per worker" if endswith(res, "/gpu")
+
+per_worker_label("cpu") := "CPUs per worker"
+
+per_worker_label(res) := sprintf("%s per worker", [res]) if {
+	not endswith(res, "/gpu")
+	res != "cpu"
+}
+
+# A quota on a resource makes the apiserver reject pods with a container that
+# does not declare it; the job would be admitted and then hang.
+deny contains lib.violation("spec.trainer.resourcesPerNode", msg_quota_undeclared(quota.name, res, demand, part)) if {
+	checked
+	some quota in input.quotas
+	some res, demand in quota.demand
+	some part in demand.parts
+	part.undeclared
+}
+
+msg_quota_undeclared(quota, res, demand, part) := sprintf(
+	"ResourceQuota %q limits %s, so every container must declare a %s %s, but the %s pods have a container without one; set resources.%s.%s on every container of replicated job %q, or ask an admin to add a LimitRange default",
+	[quota, res, demand.resource, trim_suffix(demand.kind, "s"), lib.role_label(part), demand.kind, demand.resource, part.name],
+)

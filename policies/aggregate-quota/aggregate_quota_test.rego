@@ -20,12 +20,15 @@ demand(kind, res, parts) := {
 	total := sum([m | some p in parts; m := p.pods * p.perPodMilli])
 }
 
-# limited adds what Go computes of the quota for the demand (milli amounts):
-# its hard and used amounts, and what is free (hard - used - held).
-limited(d, hard, used, free) := object.union(d, {
-	"free": free, "freeDisplay": lib.display(d.resource, free),
-	"hardDisplay": lib.display(d.resource, hard), "usedDisplay": lib.display(d.resource, used),
+# limited adds the quota's amounts Go supplies with the demand (milli
+# amounts): its hard limit and status.used, with their displays.
+limited(d, hard, used) := object.union(d, {
+	"hard": hard, "hardDisplay": lib.display(d.resource, hard),
+	"used": used, "usedDisplay": lib.display(d.resource, used),
 })
+
+# holding adds what reserved jobs hold of the quota (milli), without naming them.
+holding(d, held) := object.union(d, {"held": held, "heldDisplay": lib.display(d.resource, held)})
 
 # held_by adds the admitted jobs that hold the quota resource: [[name, milli], ...], largest first.
 held_by(d, holders) := object.union(d, {
@@ -42,7 +45,7 @@ gpu_quota(d, hard, used, reserved) := {
 	"hard": {"requests.nvidia.com/gpu": qty(hard)},
 	"used": {"requests.nvidia.com/gpu": qty(used)},
 	"reserved": {"requests.nvidia.com/gpu": qty(reserved)},
-	"demand": {"requests.nvidia.com/gpu": limited(d, hard * 1000, used * 1000, ((hard - used) - reserved) * 1000)},
+	"demand": {"requests.nvidia.com/gpu": limited(holding(d, reserved * 1000), hard * 1000, used * 1000)},
 }
 
 create_input(quotas) := {
@@ -96,7 +99,7 @@ test_update_without_resume_not_checked if {
 
 test_only_smaller_workers_when_launcher_takes_most if {
 	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 1), part("node", "worker", 2, 8)])
-	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0, 4000)}}
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -106,7 +109,7 @@ test_only_smaller_workers_when_launcher_takes_most if {
 
 test_no_fix_when_launcher_alone_too_big if {
 	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 8), part("node", "worker", 2, 8)])
-	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0, 4000)}}
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -122,7 +125,7 @@ test_pods_and_memory_messages if {
 		"name": "team-a",
 		"hard": {"pods": qty(4), "limits.memory": {"value": 32 * gi, "milli": (32 * gi) * 1000, "display": "32Gi"}},
 		"used": {"pods": qty(1)}, "reserved": {},
-		"demand": {"pods": limited(pods, 4000, 1000, 3000), "limits.memory": limited(memory, (32 * gi) * 1000, 0, (32 * gi) * 1000)},
+		"demand": {"pods": limited(pods, 4000, 1000), "limits.memory": limited(memory, (32 * gi) * 1000, 0)},
 	}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {
@@ -143,7 +146,7 @@ test_other_replicated_jobs_in_breakdown if {
 
 test_undeclared_request_denied if {
 	d := demand("requests", "cpu", [object.union(part("launcher", "launcher", 1, 0), {"undeclared": true})])
-	quota := {"name": "team-a", "hard": {"requests.cpu": qty(100)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 100000, 0, 100000)}}
+	quota := {"name": "team-a", "hard": {"requests.cpu": qty(100)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 100000, 0)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer.resourcesPerNode",
@@ -170,7 +173,7 @@ memory_quota(d, hard) := {
 	"name": "team-a",
 	"hard": {"requests.memory": {"value": hard, "milli": hard * 1000, "display": lib.display("memory", hard * 1000)}},
 	"used": {}, "reserved": {},
-	"demand": {"requests.memory": limited(d, hard * 1000, 0, hard * 1000)},
+	"demand": {"requests.memory": limited(d, hard * 1000, 0)},
 }
 
 test_thousands_of_workers_times_terabytes_denied if {
@@ -209,7 +212,7 @@ test_one_byte_over_at_huge_sizes_denied if {
 # skipped instead of failing the policy.
 test_no_workers_no_division if {
 	d := demand("requests", "cpu", [part("launcher", "launcher", 1, 8), part("node", "worker", 0, 8)])
-	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0, 4000)}}
+	quota := {"name": "small", "hard": {"requests.cpu": qty(4)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 4000, 0)}}
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -221,7 +224,7 @@ test_no_workers_no_division if {
 # names them: status.used alone would not explain what is free.
 test_held_by_named if {
 	d := held_by(gpu_demand(3, 4), [["team-a/job-1", 4000], ["team-a/job-2", 4000]])
-	quota := object.union(gpu_quota(d, 16, 8, 8), {"demand": {"requests.nvidia.com/gpu": limited(d, 16000, 8000, 0)}})
+	quota := gpu_quota(d, 16, 8, 8)
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
@@ -231,10 +234,34 @@ test_held_by_named if {
 
 test_held_by_names_three_and_counts_the_rest if {
 	d := held_by(gpu_demand(3, 4), [["team-a/a", 4000], ["team-a/b", 2000], ["team-a/c", 1000], ["team-a/d", 1000], ["team-a/e", 1000]])
-	quota := object.union(gpu_quota(d, 16, 0, 9), {"demand": {"requests.nvidia.com/gpu": limited(d, 16000, 0, 7000)}})
+	quota := gpu_quota(d, 16, 0, 9)
 	got := aggregate_quota.deny with input as create_input([quota])
 	got == {{
 		"field": "spec.trainer",
 		"msg": `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 7 of 16 free (0 used by running pods, 9 held by TrainJobs admitted whose pods do not exist yet: team-a/a 4, team-a/b 2, team-a/c 1 and 2 more); reduce workers to 1 or GPUs per worker to 2, or ask an admin to raise the quota`,
 	}}
+}
+
+# What is free is computed here from the amounts Go supplies: hard - used -
+# held. An over-committed quota (used and held above hard) has nothing free.
+test_free_is_hard_less_used_less_held if {
+	count(aggregate_quota.deny) == 0 with input as create_input([gpu_quota(gpu_demand(3, 4), 20, 4, 4)])
+	count(aggregate_quota.deny) == 1 with input as create_input([gpu_quota(gpu_demand(3, 4), 20, 4, 5)])
+	count(aggregate_quota.deny) == 1 with input as create_input([gpu_quota(gpu_demand(3, 4), 20, 5, 4)])
+	got := aggregate_quota.deny with input as create_input([gpu_quota(gpu_demand(3, 4), 16, 12, 8)])
+	got == {{
+		"field": "spec.trainer",
+		"msg": `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 0 of 16 free; ask an admin to raise the quota`,
+	}}
+}
+
+test_demand_labels if {
+	aggregate_quota.demand_label({"kind": "pods"}) == "pods"
+	aggregate_quota.demand_label({"kind": "requests", "resource": "nvidia.com/gpu"}) == "nvidia.com/gpu"
+	aggregate_quota.demand_label({"kind": "limits", "resource": "memory"}) == "memory limits"
+}
+
+test_fix_text if {
+	aggregate_quota.fix_text(["workers to 1", "GPUs per worker to 1"], "ask an admin") == "reduce workers to 1 or GPUs per worker to 1, or ask an admin"
+	aggregate_quota.fix_text([], "ask an admin") == "ask an admin"
 }

@@ -8,14 +8,11 @@ package mpiguard.policies.data_residency
 
 import data.mpiguard.lib
 
-default_params := {
-	"namespaceLabel": "mpiguard.io/data-residency",
-	"nodeLabel": "topology.kubernetes.io/region",
-	# zone name -> allowed node label values, e.g. {"eu": ["eu-west-1", "eu-central-1"]}.
-	"zones": {},
-}
-
-params := lib.params("data-residency", default_params)
+# The parameters (defaults and meaning: parameters.schema.yaml):
+# namespaceLabel (the namespace label naming its zone), nodeLabel (the node
+# label a zone restricts) and zones (zone name -> allowed values of nodeLabel,
+# e.g. {"eu": ["eu-west-1", "eu-central-1"]}).
+params := input.parameters["data-residency"]
 
 node_label := params.nodeLabel
 
@@ -25,47 +22,38 @@ allowed := sort(params.zones[zone])
 
 terms_field := "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 
-deny contains lib.violation("metadata.namespace", lib.msg_unknown_zone(input.namespace.name, params.namespaceLabel, zone)) if {
+deny contains lib.violation("metadata.namespace", msg_unknown_zone) if {
 	lib.mpi_job
 	zone
 	not params.zones[zone]
 }
 
-deny contains lib.violation("spec.runtimePatches", lib.msg_not_restricted(rj.role, rj.name, zone, node_label, allowed, why)) if {
+msg_unknown_zone := sprintf(
+	"namespace %q is labelled %s=%q but no such data residency zone is configured, so mpiguard cannot tell where its pods may run; ask an admin to add zone %q to the data-residency parameters or fix the label",
+	[input.namespace.name, params.namespaceLabel, zone, zone],
+)
+
+deny contains lib.violation("spec.runtimePatches", msg_not_restricted(rj, why)) if {
 	lib.mpi_job
 	count(allowed) > 0
 	some rj in input.job.replicatedJobs
 	some why in problems(rj.nodeSelector, rj.requiredNodeSelectorTerms)
 }
 
+msg_not_restricted(rj, why) := sprintf(
+	"pods of %s may run outside data residency zone %q: %s; restrict them to %s in {%s} (remove selectors and required affinity for other values)",
+	[lib.role_label(rj), zone, why, node_label, concat(", ", allowed)],
+)
+
 # problems lists why pods with this node selector and these required node
 # selector terms may leave the zone: a selector or affinity naming another
-# value, or (only when there is none) no restriction at all. The arguments
-# are the small parts of a replicated job, never the whole job: Rego copies
-# what it passes to a function.
-problems(selector, terms) := set() if {
-	zone_mutated(selector, terms)
-} else := outside if {
+# value, or (only when there is none) no restriction at all.
+problems(selector, terms) := outside if {
 	outside := selector_outside(selector) | terms_outside(terms)
 	count(outside) > 0
 } else := {sprintf("no nodeSelector or required node affinity restricts %s", [node_label])} if {
 	not restricted(selector, terms)
 } else := set()
-
-# zone_mutated recognises, with one comparison, pods exactly as this policy's
-# mutation leaves them (the common case), which have no problem: the zone
-# expression as their only required term and no node selector for the label,
-# or the zone's single value as node selector and no required term.
-zone_mutated(selector, terms) if {
-	terms == zone_terms
-	not selects_label(selector)
-}
-
-zone_mutated(selector, []) if selector[node_label] in allowed
-
-zone_terms := [{"matchExpressions": [zone_expr]}]
-
-selects_label(selector) if _ = selector[node_label]
 
 selector_outside(selector) := {sprintf("nodeSelector %s=%s is outside the zone", [node_label, v]) |
 	v := selector[node_label]

@@ -4,7 +4,13 @@ import data.mpiguard.policies.data_residency
 
 region := "topology.kubernetes.io/region"
 
-params(values) := {"data-residency": {"zones": {"eu": values}}}
+# params are the policy's parameters as the engine passes them: complete, the
+# schema's defaults (parameters.schema.yaml) but for zone eu's values.
+params(values) := {"data-residency": {
+	"namespaceLabel": "mpiguard.io/data-residency",
+	"nodeLabel": region,
+	"zones": {"eu": values},
+}}
 
 job_input(op, pods, values) := {
 	"request": {"operation": op},
@@ -79,8 +85,8 @@ test_affinity_for_other_region_denied if {
 	}}
 }
 
-# The shapes the mutation leaves are recognised with one comparison
-# (zone_mutated); a selector for another value beside them is still denied.
+# The shapes the mutation leaves are allowed; a selector for another value
+# beside them is still denied.
 test_mutated_shapes_allowed_other_selector_denied if {
 	values := ["eu-west-1", "eu-central-1"]
 	zone_term := {"matchExpressions": [{"key": region, "operator": "In", "values": ["eu-central-1", "eu-west-1"]}]}

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -21,37 +24,22 @@ var resultRules = []string{"deny", "warn", "mutate"}
 // never undefined (a set without members is empty); a policy that defines one
 // as anything else makes the results malformed or undefined, an error.
 func decisionQuery(c *ast.Compiler, include func(policy, rule string) bool) (string, []queryBinding) {
-	defined := map[string]map[string]bool{}
+	var bindings []queryBinding
 	for _, m := range c.Modules {
 		pkg := m.Package.Path.String()
-		segment, ok := strings.CutPrefix(pkg, PolicyPackagePrefix)
-		if _, isPolicy := policyName(pkg); !ok || !isPolicy {
-			continue
-		}
-		if defined[segment] == nil {
-			defined[segment] = map[string]bool{}
-		}
+		policy, ok := policyName(pkg)
 		for _, r := range m.Rules {
-			defined[segment][r.Head.Name.String()] = true
-		}
-	}
-	segments := make([]string, 0, len(defined))
-	for s := range defined {
-		segments = append(segments, s)
-	}
-	sort.Strings(segments)
-	var items []string
-	var bindings []queryBinding
-	for _, seg := range segments {
-		for _, rule := range resultRules {
-			policy, _ := policyName(PolicyPackagePrefix + seg)
-			if !defined[seg][rule] || !include(policy, rule) {
-				continue
+			b := queryBinding{ref: pkg + "." + r.Head.Name.String(), policy: policy, rule: r.Head.Name.String()}
+			if ok && slices.Contains(resultRules, b.rule) && !slices.Contains(bindings, b) && include(policy, b.rule) {
+				bindings = append(bindings, b)
 			}
-			name := fmt.Sprintf("r%d", len(bindings))
-			items = append(items, fmt.Sprintf("%q: %s%s.%s", name, PolicyPackagePrefix, seg, rule))
-			bindings = append(bindings, queryBinding{name: name, policy: policy, rule: rule})
 		}
+	}
+	slices.SortFunc(bindings, func(a, b queryBinding) int { return strings.Compare(a.ref, b.ref) })
+	items := make([]string, len(bindings))
+	for i := range bindings {
+		bindings[i].name = fmt.Sprintf("r%d", i)
+		items[i] = fmt.Sprintf("%q: %s", bindings[i].name, bindings[i].ref)
 	}
 	if len(items) == 0 {
 		return "", nil
@@ -64,7 +52,7 @@ const resultsVar = "results"
 
 // queryBinding says which policy and rule a binding of decisionQuery holds.
 type queryBinding struct {
-	name, policy, rule string
+	name, ref, policy, rule string
 }
 
 // preparedQuery is a compiled decision query and what its bindings hold.
@@ -100,11 +88,9 @@ type compiledSet struct {
 	validate, mutate, all preparedQuery
 	policies              []string
 	settings              map[string]PolicySettings
-	// params is input.parameters, built once per set.
-	params *ast.Term
-	// static are the rules that depend only on the parameters and the
-	// namespace, evaluated once per namespace content.
-	static *staticRules
+	// params is input.parameters: each policy's parameters, checked and
+	// defaulted against its schema (schema.go).
+	params map[string]any
 }
 
 // compile parses, compiles and prepares a policy set. Any error is a
@@ -139,74 +125,74 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 	if len(known) == 0 {
 		return nil, fmt.Errorf("policy set has no policy: packages must be %s<name>", PolicyPackagePrefix)
 	}
-	known[RenderPolicy] = true // built in: denies rendered pods the apiserver would reject
 	if unknown := set.Parameters.unknownPolicies(known); len(unknown) > 0 {
 		return nil, fmt.Errorf("parameters configure policies the set does not have: %s", strings.Join(unknown, ", "))
 	}
+	params, err := checkParameters(set, known)
+	if err != nil {
+		return nil, err
+	}
 
 	dryrun := func(policy string) bool { return set.Parameters.Policies[policy].enforcement() == EnforceDryRun }
-	validate, err := prepare(ctx, c, func(policy, rule string) bool { return rule != "mutate" || dryrun(policy) })
-	if err != nil {
-		return nil, err
-	}
-	mutate, err := prepare(ctx, c, func(policy, rule string) bool { return rule == "mutate" && !dryrun(policy) })
-	if err != nil {
-		return nil, err
-	}
-	all, err := prepare(ctx, c, func(string, string) bool { return true })
-	if err != nil {
-		return nil, err
-	}
-	params, err := parametersTerm(set.Parameters)
-	if err != nil {
-		return nil, err
-	}
-	static, err := newStaticRules(ctx, c, params)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(known))
-	for n := range known {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return &compiledSet{
-		version:  set.Version(),
-		validate: validate,
-		mutate:   mutate,
-		all:      all,
-		policies: names,
-		settings: set.Parameters.Policies,
-		params:   params,
-		static:   static,
-	}, nil
-}
-
-// parametersTerm builds input.parameters: policy name -> its parameters.
-func parametersTerm(p Parameters) (*ast.Term, error) {
-	obj := map[string]any{}
-	for name, s := range p.Policies {
-		if s.Parameters != nil {
-			obj[name] = s.Parameters
+	out := &compiledSet{version: set.Version(), policies: slices.Sorted(maps.Keys(known)), settings: set.Parameters.Policies, params: params}
+	for _, p := range []struct {
+		q       *preparedQuery
+		include func(policy, rule string) bool
+	}{
+		{&out.validate, func(policy, rule string) bool { return rule != "mutate" || dryrun(policy) }},
+		{&out.mutate, func(policy, rule string) bool { return rule == "mutate" && !dryrun(policy) }},
+		{&out.all, func(string, string) bool { return true }},
+	} {
+		if *p.q, err = prepare(ctx, c, p.include); err != nil {
+			return nil, err
 		}
 	}
-	v, err := ast.InterfaceToValue(obj)
-	if err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
-	}
-	return ast.NewTerm(v), nil
+	return out, nil
 }
 
+// sortErrors orders errors by file and row, errors without a location first.
 func sortErrors(errs ast.Errors) ast.Errors {
-	sort.SliceStable(errs, func(i, j int) bool {
-		a, b := errs[i].Location, errs[j].Location
-		if a == nil || b == nil {
-			return b != nil
+	key := func(e *ast.Error) (string, int) {
+		if e.Location == nil {
+			return "", -1
 		}
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		return a.Row < b.Row
+		return e.Location.File, e.Location.Row
+	}
+	slices.SortStableFunc(errs, func(a, b *ast.Error) int {
+		fa, ra := key(a)
+		fb, rb := key(b)
+		return cmp.Or(strings.Compare(fa, fb), cmp.Compare(ra, rb))
 	})
 	return errs
+}
+
+// CompileError is a policy set that does not parse or compile. Each line of
+// Error() reads "file:row: message", ready for a ConfigMap status annotation.
+type CompileError struct {
+	Errors ast.Errors
+}
+
+func (e *CompileError) Error() string {
+	lines := make([]string, 0, len(e.Errors))
+	for _, err := range e.Errors {
+		if err.Location != nil {
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", err.Location.File, err.Location.Row, err.Message))
+		} else {
+			lines = append(lines, err.Message)
+		}
+	}
+	return "policy compile error: " + strings.Join(lines, "; ")
+}
+
+// asErrors extracts OPA's located errors from a parse or compile error.
+func asErrors(err error) ast.Errors {
+	var errs ast.Errors
+	if errors.As(err, &errs) {
+		return errs
+	}
+	var one *ast.Error
+	if errors.As(err, &one) {
+		return ast.Errors{one}
+	}
+	return ast.Errors{ast.NewError(ast.CompileErr, nil, "%s", err.Error())}
 }

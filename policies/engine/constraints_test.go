@@ -30,11 +30,7 @@ func TestConstraintsInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := mpiRequest("team-a", 2)
 			req.Runtime = RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "rt", Annotations: annotations}
-			doc, err := ast.JSON(buildInput(req, ast.ObjectTerm(), namespaceTerm(req.Namespace, req.TrainJob.Namespace)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := doc.(map[string]any)["runtime"].(map[string]any)["constraints"]
+			got := inputDoc(t, req, nil)["runtime"].(map[string]any)["constraints"]
 			want, err := ast.JSON(ast.MustInterfaceToValue(constraints.PolicyInput(annotations)))
 			if err != nil {
 				t.Fatal(err)

@@ -57,8 +57,8 @@ deny contains "never" if lib.spin(input.job.numNodes * 100000) < 0
 		},
 		policy: "z-slow",
 	}, {
-		// Depends only on the parameters: the engine evaluates such rules
-		// before the policies and cannot tell whose it is.
+		// Depends only on the parameters: evaluated inside the policy like
+		// any other rule, so the policy is named.
 		name: "a rule of parameters only",
 		modules: map[string]string{"slow/slow.rego": `package mpiguard.policies.slow
 
@@ -66,6 +66,7 @@ limit := count(numbers.range(1, 100000000))
 
 deny contains "too many" if input.job.numNodes > limit
 `},
+		policy: "slow",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

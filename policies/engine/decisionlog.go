@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"sync"
@@ -39,12 +38,6 @@ func newDecisionLog(w io.Writer) *decisionLog {
 	return &decisionLog{w: w}
 }
 
-// lineBuffers are reused between entries; one grown by an unusually large
-// entry (many violations) is not kept.
-var lineBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-const maxKeptLineBuffer = 64 << 10
-
 func (l *decisionLog) write(e *decisionLogEntry) error {
 	if l == nil {
 		return nil
@@ -52,18 +45,12 @@ func (l *decisionLog) write(e *decisionLogEntry) error {
 	if e.Violations == nil {
 		e.Violations = []Violation{}
 	}
-	buf := lineBuffers.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxKeptLineBuffer {
-			lineBuffers.Put(buf)
-		}
-	}()
-	if err := json.NewEncoder(buf).Encode(e); err != nil {
+	line, err := json.Marshal(e)
+	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, err := l.w.Write(buf.Bytes())
+	_, err = l.w.Write(append(line, '\n'))
 	return err
 }

@@ -35,11 +35,12 @@
 //
 // Pod template mutations are collected into one spec.runtimePatches entry with
 // manager mpiguard.io/admission; spec.trainer is never touched. The input
-// document and the parameters are described in docs/policies.md.
+// document (input.go) and the parameters, checked against each policy's
+// parameters.schema.yaml (schema.go), are described in docs/policies.md.
 //
-// The set is compiled once into a rego.PreparedEvalQuery that names every
-// policy's deny, warn and mutate rules, and the input is built directly as an
-// OPA value (no JSON round trip). Enforcement (deny, warn, dryrun) and
-// namespace exemptions come from the parameters and are applied in Go after
-// evaluation; dryrun violations and mutations are logged only.
+// The set is compiled once into prepared queries that name every policy's
+// deny, warn and mutate rules; each request's input is a Go struct converted
+// to an OPA value. Enforcement (deny, warn, dryrun) and namespace exemptions
+// come from the parameters and are applied in Go after evaluation; dryrun
+// violations and mutations are logged only.
 package engine

@@ -1,27 +1,26 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	opametrics "github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-var noMetrics = opametrics.NoOp()
-
-// RenderPolicy is the built-in policy that denies jobs whose rendered pods the
-// apiserver would reject (render.JobView.Problems): such a job would be
-// admitted and then hang. It accepts settings like any other policy.
+// RenderPolicy is the policy (policies/rendered-pods) that denies jobs whose
+// rendered pods the apiserver would reject (input.job.problems): such a job
+// would be admitted and then hang.
 const RenderPolicy = "rendered-pods"
 
 // Options configure an Engine.
@@ -141,6 +140,18 @@ func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	return d, nil
 }
 
+// Mutations evaluates req for the mutating webhook and returns what to apply.
+// Violations are left to the validating pass, which sees the mutated object.
+func (e *Engine) Mutations(ctx context.Context, req *Request) (*Mutation, error) {
+	r := *req
+	r.MutationOnly = true
+	d, err := e.Decide(ctx, &r)
+	if err != nil {
+		return nil, err
+	}
+	return &d.Mutation, nil
+}
+
 // Record writes decision d of req to the decision log and metrics: for a
 // request decided with RecordLater, once its outcome is final. A quota
 // decision is final only when its reservation was written; one that lost the
@@ -161,15 +172,15 @@ func (e *Engine) decide(ctx context.Context, set *compiledSet, req *Request) (*D
 	}
 	r := *req
 	r.entries = ownEntriesOf(req)
-	pending := pendingEntry(r.entries)
-	if pending == nil {
+	pending := slices.IndexFunc(r.entries, func(e ownEntry) bool { return e.pending })
+	if pending < 0 {
 		return e.evaluate(ctx, set, &r, &set.validate)
 	}
 	d, err := e.evaluate(ctx, set, &r, &set.all)
 	if err != nil {
 		return nil, err
 	}
-	if !compareEntry(pending, req.TrainJob, d.Mutation.RuntimePatch) {
+	if !compareEntry(&r.entries[pending], req.TrainJob, d.Mutation.RuntimePatch) {
 		d.Mutation = Mutation{} // the validating pass applies nothing
 		return d, nil
 	}
@@ -178,32 +189,20 @@ func (e *Engine) decide(ctx context.Context, set *compiledSet, req *Request) (*D
 
 // evaluate runs prepared query q on req and applies enforcement to its results.
 func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request, q *preparedQuery) (*Decision, error) {
-	// The deadline covers the static rules too: they are policy code.
-	ctx, cancelCtx := context.WithTimeoutCause(ctx, e.evalTimeout, errEvalDeadline)
-	defer cancelCtx()
-	ns := namespaceTerm(req.Namespace, req.TrainJob.Namespace)
-	watch := &policyWatch{virtualCache: newVirtualCache()}
-	set.static.valuesFor(ctx, ns).prime(watch.virtualCache)
-	if pastDeadline(ctx) {
-		// The rules that depend only on the parameters and the namespace
-		// used up the deadline; the engine cannot tell whose they are.
-		watch.release()
-		return nil, &DeadlineError{PolicySet: set.version, Deadline: e.evalTimeout}
+	in, err := ast.InterfaceToValue(buildInput(req, set.params))
+	if err != nil {
+		return nil, fmt.Errorf("building the policy input: %w", err)
 	}
-	// OPA starts a goroutine per evaluation to watch ctx unless given a
-	// Cancel; context.AfterFunc cancels it the same way without one. OPA
-	// checks the Cancel before every expression and inside the builtins that
-	// loop (numbers.range, net.cidr_expand, ...), so a policy stops promptly.
-	cancel := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, cancel.Cancel)
+	// OPA stops the evaluation when ctx ends: it checks before every
+	// expression and inside the builtins that loop (numbers.range, ...).
+	ctx, cancel := context.WithTimeoutCause(ctx, e.evalTimeout, errEvalDeadline)
+	defer cancel()
+	watch := &policyWatch{VirtualCache: topdown.NewVirtualCache()}
 	rs, err := q.pq.Eval(ctx,
-		rego.EvalParsedInput(buildInput(req, set.params, ns)),
+		rego.EvalParsedInput(in),
 		rego.EvalVirtualCache(watch),
-		rego.EvalExternalCancel(cancel),
-		rego.EvalMetrics(noMetrics), // nothing reads OPA's per-evaluation timers
+		rego.EvalMetrics(opametrics.NoOp()), // nothing reads OPA's per-evaluation timers
 	)
-	stop()
-	watch.release() // the results are Go values: nothing refers to the cache's terms
 	switch {
 	case err != nil && pastDeadline(ctx):
 		return nil, &DeadlineError{PolicySet: set.version, Policy: watch.policy(), Deadline: e.evalTimeout}
@@ -242,32 +241,14 @@ func validateRequest(req *Request) error {
 // assemble applies enforcement and exemptions to the raw policy results.
 func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Request, b map[string]any) (*Decision, error) {
 	d := &Decision{Allowed: true, Governed: true, PolicySetVersion: set.version}
-	ns := req.TrainJob.Namespace
-	settings := func(policy string) (PolicySettings, bool) {
-		s := set.settings[policy]
-		return s, s.exempt(ns)
-	}
-	add := func(policy, field, msg string, warnOnly bool) {
-		s, exempt := settings(policy)
-		if exempt {
-			return
-		}
-		action := s.enforcement()
-		if warnOnly && action == EnforceDeny {
-			action = EnforceWarn
-		}
-		if action == EnforceDeny {
-			d.Allowed = false
-		}
-		d.Violations = append(d.Violations, Violation{Policy: policy, Action: action, Field: field, Message: msg})
-	}
-
 	var changes []Change
 	for _, qb := range bindings {
 		results, ok := b[qb.name].([]any)
 		if !ok {
 			return nil, fmt.Errorf("policy %s: %s results are %T, want an array", qb.policy, qb.rule, b[qb.name])
 		}
+		s := set.settings[qb.policy]
+		exempt, action := s.exempt(req.TrainJob.Namespace), s.enforcement()
 		for _, r := range results {
 			if qb.rule == "mutate" {
 				c, err := changeOf(r)
@@ -275,10 +256,9 @@ func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Reques
 					return nil, fmt.Errorf("policy %s: malformed mutate result: %w", qb.policy, err)
 				}
 				c.Policy = qb.policy
-				s, exempt := settings(qb.policy)
 				switch {
 				case exempt:
-				case s.enforcement() == EnforceDryRun:
+				case action == EnforceDryRun:
 					d.DryRunMutations = append(d.DryRunMutations, c)
 				default:
 					changes = append(changes, c)
@@ -289,25 +269,20 @@ func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Reques
 			if err != nil {
 				return nil, fmt.Errorf("policy %s: malformed %s result: %w", qb.policy, qb.rule, err)
 			}
-			add(qb.policy, field, msg, qb.rule == "warn")
+			if exempt {
+				continue
+			}
+			v := Violation{Policy: qb.policy, Action: action, Field: field, Message: msg}
+			if qb.rule == "warn" && action == EnforceDeny {
+				v.Action = EnforceWarn // warn rules only warn
+			}
+			d.Allowed = d.Allowed && v.Action != EnforceDeny
+			d.Violations = append(d.Violations, v)
 		}
 	}
-	for _, p := range problemsOf(req) {
-		// The render package's detail already says why the apiserver rejects
-		// the pod and how to fix it.
-		add(RenderPolicy, p.Field, "the Trainer would create pods the apiserver rejects: "+p.ErrorBody(), false)
-	}
-	sort.Slice(d.Violations, func(i, j int) bool {
-		a, b := d.Violations[i], d.Violations[j]
-		if a.Policy != b.Policy {
-			return a.Policy < b.Policy
-		}
-		if a.Field != b.Field {
-			return a.Field < b.Field
-		}
-		return a.Message < b.Message
+	slices.SortFunc(d.Violations, func(a, b Violation) int {
+		return cmp.Or(cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
 	})
-
 	sortChanges(changes)
 	sortChanges(d.DryRunMutations)
 	var err error
@@ -317,15 +292,6 @@ func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Reques
 	return d, nil
 }
 
-// problemsOf returns the rendered-pods problems a pass reports: the validating
-// pass only (the mutating pass reports nothing).
-func problemsOf(req *Request) field.ErrorList {
-	if req.MutationOnly {
-		return nil
-	}
-	return req.View.Problems
-}
-
 // changeOf reads a mutate result: {"target", "field", "value"} plus
 // "replicatedJob" and "key" for pod template changes.
 func changeOf(v any) (Change, error) {
@@ -333,29 +299,19 @@ func changeOf(v any) (Change, error) {
 	if !ok {
 		return Change{}, fmt.Errorf("expected an object, got %T", v)
 	}
-	var c Change
+	c := Change{Value: m["value"]}
+	strs := map[string]*string{"target": &c.Target, "field": &c.Field, "replicatedJob": &c.ReplicatedJob, "key": &c.Key}
 	for k, x := range m {
+		dst, known := strs[k]
 		s, isString := x.(string)
-		switch k {
-		case "value":
-			c.Value = x
-			continue
-		case "target", "field", "replicatedJob", "key":
-			if !isString {
-				return Change{}, fmt.Errorf("%s must be a string, got %T", k, x)
-			}
-		default:
+		switch {
+		case k == "value":
+		case !known:
 			return Change{}, fmt.Errorf("unknown key %q", k)
-		}
-		switch k {
-		case "target":
-			c.Target = s
-		case "field":
-			c.Field = s
-		case "replicatedJob":
-			c.ReplicatedJob = s
-		case "key":
-			c.Key = s
+		case !isString:
+			return Change{}, fmt.Errorf("%s must be a string, got %T", k, x)
+		default:
+			*dst = s
 		}
 	}
 	if c.Target == "" || c.Field == "" {
@@ -382,15 +338,8 @@ func violationOf(v any) (field, msg string, err error) {
 }
 
 func sortChanges(cs []Change) {
-	sort.SliceStable(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if a.ReplicatedJob != b.ReplicatedJob {
-			return a.ReplicatedJob < b.ReplicatedJob
-		}
-		if a.Field != b.Field {
-			return a.Field < b.Field
-		}
-		return a.Key < b.Key
+	slices.SortStableFunc(cs, func(a, b Change) int {
+		return cmp.Or(cmp.Compare(a.ReplicatedJob, b.ReplicatedJob), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Key, b.Key))
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/mpiguard/mpiguard/policies"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -390,7 +391,15 @@ func TestTwoEnginesShareARegistry(t *testing.T) {
 	}
 }
 
+// The rendered-pods policy denies rendered pods the apiserver would reject
+// (input.job.problems), with the render package's detail, under its
+// enforcement; the mutating pass ignores them.
 func TestRenderedPodProblemsDeny(t *testing.T) {
+	src, err := policies.FS.ReadFile(RenderPolicy + "/rendered_pods.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderedPods := string(src)
 	problem := field.Invalid(field.NewPath("spec", "replicatedJobs").Key("node"), "32Gi", "must be less than or equal to memory limit of 1Gi")
 	for _, tc := range []struct {
 		settings PolicySettings
@@ -403,6 +412,7 @@ func TestRenderedPodProblemsDeny(t *testing.T) {
 			Message: `the Trainer would create pods the apiserver rejects: Invalid value: "32Gi": must be less than or equal to memory limit of 1Gi`}, true},
 	} {
 		set := demoSet(9, PolicySettings{})
+		set.Modules[RenderPolicy+"/rendered_pods.rego"] = renderedPods
 		set.Parameters.Policies[RenderPolicy] = tc.settings
 		e, err := New(context.Background(), set, Options{})
 		if err != nil {

@@ -3,13 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
@@ -31,23 +29,20 @@ import (
 // mpiguard-entry policy denies, with the message. Its env is evaluated like
 // any other entry's (input.trainJob.env).
 
-// ownEntry is what the validating pass found about one entry under mpiguard's manager.
+// ownEntry is what the validating pass found about one entry under
+// mpiguard's manager: its index and path (field, spec.runtimePatches[i]), the
+// paths of what it sets that mpiguard never writes (foreign), the paths where
+// it differs from mpiguard's entry for this job (differences: the whole entry
+// when mpiguard writes none), whether mpiguard writes no entry for this job or
+// this is a second one (unwanted), whether its content is still to be compared
+// with the mutation (pending), and mpiguard's entry of the stored TrainJob on
+// UPDATE (stored, or nil).
 type ownEntry struct {
-	index int
-	// field is the entry's path, spec.runtimePatches[i].
-	field string
-	// foreign are the paths of what it sets that mpiguard never writes.
-	foreign []string
-	// differences are the paths where it differs from mpiguard's entry for
-	// this job; the whole entry when mpiguard writes none.
-	differences []string
-	// unwanted says mpiguard writes no entry for this job, or this is a
-	// second one (mpiguard writes one).
-	unwanted bool
-	// pending says the content is still to be compared with the mutation.
-	pending bool
-	// stored is mpiguard's entry of the stored TrainJob on UPDATE, or nil.
-	stored *trainer.RuntimePatch
+	index                int
+	field                string
+	foreign, differences []string
+	unwanted, pending    bool
+	stored               *trainer.RuntimePatch
 }
 
 // maxEntryPaths bounds the paths reported per entry: the message names a few.
@@ -65,8 +60,8 @@ func ownEntriesOf(req *Request) []ownEntry {
 		}
 		field := fmt.Sprintf("spec.runtimePatches[%d]", i)
 		e := ownEntry{index: i, field: field, foreign: foreignFields(field, p)}
-		if req.Operation == Update {
-			e.stored = storedEntry(req.OldTrainJob)
+		if old := req.OldTrainJob; req.Operation == Update && old != nil && ownEntryIndex(old) >= 0 {
+			e.stored = &old.Spec.RuntimePatches[ownEntryIndex(old)]
 		}
 		switch {
 		case len(out) > 0:
@@ -82,31 +77,10 @@ func ownEntriesOf(req *Request) []ownEntry {
 	return out
 }
 
-// storedEntry is mpiguard's entry of the stored TrainJob, or nil.
-func storedEntry(old *trainer.TrainJob) *trainer.RuntimePatch {
-	if old == nil {
-		return nil
-	}
-	if i := ownEntryIndex(old); i >= 0 {
-		return &old.Spec.RuntimePatches[i]
-	}
-	return nil
-}
-
 // ownEntryIndex is the index of tj's first entry under mpiguard's manager, or
 // -1: the one Mutation.Apply writes and an UPDATE compares with.
 func ownEntryIndex(tj *trainer.TrainJob) int {
 	return slices.IndexFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == AdmissionManager })
-}
-
-// pendingEntry returns the entry whose content waits for the mutation, or nil.
-func pendingEntry(entries []ownEntry) *ownEntry {
-	for i := range entries {
-		if entries[i].pending {
-			return &entries[i]
-		}
-	}
-	return nil
 }
 
 // compareEntry settles a pending entry against want, mpiguard's entry for this
@@ -135,11 +109,9 @@ func compareEntry(e *ownEntry, tj *trainer.TrainJob, want *trainer.RuntimePatch)
 }
 
 // sameEntry says whether two entries' contents are the same, as
-// equality.Semantic does (nil and empty alike), trying reflect.DeepEqual
-// first: several times cheaper, and what an entry written by Apply and the
-// mutation computed again give.
+// equality.Semantic does (nil and empty alike).
 func sameEntry(a, b *trainer.TrainingRuntimeSpecPatch) bool {
-	return reflect.DeepEqual(a, b) || equality.Semantic.DeepEqual(a, b)
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // allowedEntry is the shape of what mpiguard writes: true accepts a value
@@ -162,92 +134,13 @@ var allowedEntry = map[string]any{
 }
 
 // foreignFields lists the paths of what entry p sets outside allowedEntry.
+// It reads the entry as JSON, so a field a newer Trainer type adds counts as
+// foreign without being listed.
 func foreignFields(field string, p *trainer.RuntimePatch) []string {
-	if !mayBeForeign(p) {
-		return nil // the common case, without encoding the entry
-	}
 	var out []string
 	walkForeign(field, jsonOf(p), allowedEntry, &out)
 	sort.Strings(out)
 	return out
-}
-
-// mayBeForeign is a quick, conservative check that p sets nothing outside
-// allowedEntry: it clears what mpiguard writes from shallow copies and asks
-// whether anything is left, so a field a newer Trainer type adds counts as
-// foreign without being listed. False means foreignFields finds none; true
-// means foreignFields must look (it ignores empty values that this counts).
-func mayBeForeign(p *trainer.RuntimePatch) bool {
-	set := func(v any) bool { return !reflect.ValueOf(v).IsZero() }
-	rs := p.TrainingRuntimeSpec
-	if rs == nil {
-		return false
-	}
-	if c := *rs; unset(&c.Template) && set(c) {
-		return true
-	}
-	t := rs.Template
-	if t == nil || t.Metadata != nil {
-		return t != nil
-	}
-	if t.Spec == nil {
-		return false
-	}
-	if c := *t.Spec; unset(&c.ReplicatedJobs) && set(c) {
-		return true
-	}
-	for _, rj := range t.Spec.ReplicatedJobs {
-		jt := rj.Template
-		if c := rj; unset(&c.Name) && unset(&c.Template) && set(c) {
-			return true
-		}
-		if jt == nil {
-			continue
-		}
-		if jt.Metadata != nil {
-			return true
-		}
-		if jt.Spec == nil {
-			continue
-		}
-		if c := *jt.Spec; unset(&c.Template) && set(c) {
-			return true
-		}
-		pod := jt.Spec.Template
-		if pod == nil {
-			continue
-		}
-		if m := pod.Metadata; m != nil {
-			if c := *m; unset(&c.Labels) && unset(&c.Annotations) && set(c) {
-				return true
-			}
-		}
-		ps := pod.Spec
-		if ps == nil {
-			continue
-		}
-		if c := *ps; unset(&c.NodeSelector) && unset(&c.Affinity) && set(c) {
-			return true
-		}
-		if a := ps.Affinity; a != nil {
-			if c := *a; unset(&c.NodeAffinity) && set(c) {
-				return true
-			}
-			if na := a.NodeAffinity; na != nil {
-				if c := *na; unset(&c.RequiredDuringSchedulingIgnoredDuringExecution) && set(c) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// unset sets *v to its zero value and returns true, to chain in conditions.
-func unset[T any](v *T) bool {
-	var zero T
-	*v = zero
-	return true
 }
 
 func walkForeign(path string, v any, allowed any, out *[]string) {
@@ -372,27 +265,3 @@ func jsonOf(v any) any {
 	}
 	return out
 }
-
-// ownEntriesTerm is input.trainJob.mpiguardEntries.
-func ownEntriesTerm(entries []ownEntry) *ast.Term {
-	if len(entries) == 0 {
-		return emptyArray
-	}
-	out := make([]*ast.Term, len(entries))
-	for i, e := range entries {
-		out[i] = ast.ObjectTerm(
-			item(kField, ast.StringTerm(e.field)),
-			item(kForeignFields, stringsTerm(e.foreign)),
-			item(kDifferences, stringsTerm(e.differences)),
-			item(kMpiguardWrites, boolTerm(!e.unwanted)),
-		)
-	}
-	return ast.ArrayTerm(out...)
-}
-
-var (
-	kMpiguardEntries = ast.StringTerm("mpiguardEntries")
-	kForeignFields   = ast.StringTerm("foreignFields")
-	kDifferences     = ast.StringTerm("differences")
-	kMpiguardWrites  = ast.StringTerm("mpiguardWrites")
-)

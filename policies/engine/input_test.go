@@ -45,11 +45,7 @@ func TestInputDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := ast.JSON(buildInput(req, c.params, namespaceTerm(req.Namespace, req.TrainJob.Namespace)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := doc.(map[string]any)
+	in := inputDoc(t, req, c.params)
 	get := func(path ...string) any {
 		var v any = in
 		for _, p := range path {
@@ -88,6 +84,21 @@ func TestInputDocument(t *testing.T) {
 	if _, ok := in["oldTrainJob"]; ok {
 		t.Error("oldTrainJob present on CREATE")
 	}
+}
+
+// inputDoc is the input document of req as policies see it: built and
+// converted to an OPA value as the engine does, then read back as JSON.
+func inputDoc(t *testing.T, req *Request, params map[string]any) map[string]any {
+	t.Helper()
+	v, err := ast.InterfaceToValue(buildInput(req, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ast.JSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc.(map[string]any)
 }
 
 func renderCharge(cpu string) (c render.Charge) {

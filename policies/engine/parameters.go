@@ -2,7 +2,8 @@ package engine
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -52,9 +53,9 @@ func ParseParameters(data []byte) (Parameters, error) {
 // Merge returns p overlaid with o: for each policy in o, a set enforcement or
 // exemption list replaces p's, and parameters are merged key by key.
 func (p Parameters) Merge(o Parameters) Parameters {
-	out := Parameters{Policies: make(map[string]PolicySettings, len(p.Policies)+len(o.Policies))}
-	for name, s := range p.Policies {
-		out.Policies[name] = s
+	out := Parameters{Policies: maps.Clone(p.Policies)}
+	if out.Policies == nil {
+		out.Policies = map[string]PolicySettings{}
 	}
 	for name, s := range o.Policies {
 		base := out.Policies[name]
@@ -65,13 +66,11 @@ func (p Parameters) Merge(o Parameters) Parameters {
 			base.ExemptNamespaces = s.ExemptNamespaces
 		}
 		if len(s.Parameters) > 0 {
-			merged := make(map[string]any, len(base.Parameters)+len(s.Parameters))
-			for k, v := range base.Parameters {
-				merged[k] = v
+			merged := maps.Clone(base.Parameters)
+			if merged == nil {
+				merged = map[string]any{}
 			}
-			for k, v := range s.Parameters {
-				merged[k] = v
-			}
+			maps.Copy(merged, s.Parameters)
 			base.Parameters = merged
 		}
 		out.Policies[name] = base
@@ -110,6 +109,6 @@ func (p Parameters) unknownPolicies(known map[string]bool) []string {
 			out = append(out, name)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

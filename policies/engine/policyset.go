@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
+	"path"
 	"sort"
 	"strings"
 
@@ -14,11 +16,15 @@ import (
 	"github.com/mpiguard/mpiguard/policies"
 )
 
-// PolicySet is the source of a set of policies: Rego modules (tests excluded)
-// and their parameters. The engine compiles it into something it evaluates.
+// PolicySet is the source of a set of policies: Rego modules (tests excluded),
+// their parameter schemas and their parameters. The engine compiles it into
+// something it evaluates.
 type PolicySet struct {
 	// Modules maps a file name (shown in compile errors) to Rego source.
-	Modules    map[string]string
+	Modules map[string]string
+	// Schemas maps a policy name to its parameter schema (SchemaFile, YAML).
+	// A policy without one takes no parameters.
+	Schemas    map[string]string
 	Parameters Parameters
 }
 
@@ -31,23 +37,29 @@ func DefaultPolicySet() (PolicySet, error) {
 	return LoadPolicySet(policies.FS, policies.ParametersFile)
 }
 
-// LoadPolicySet reads every non-test .rego file under fsys and, when
+// LoadPolicySet reads every non-test .rego file under fsys, each policy
+// folder's parameter schema (<policy>/parameters.schema.yaml) and, when
 // parametersFile is not empty, the parameters document. Test files
 // (*_test.rego) and samples are left to the tester.
 func LoadPolicySet(fsys fs.FS, parametersFile string) (PolicySet, error) {
-	set := PolicySet{Modules: map[string]string{}}
+	set := PolicySet{Modules: map[string]string{}, Schemas: map[string]string{}}
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+		if err != nil || d.IsDir() {
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(p, ".rego") || strings.HasSuffix(p, "_test.rego") {
+		isSchema := path.Base(p) == SchemaFile && path.Dir(p) != "."
+		if !isSchema && (!strings.HasSuffix(p, ".rego") || strings.HasSuffix(p, "_test.rego")) {
 			return nil
 		}
 		src, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
-		set.Modules[p] = string(src)
+		if isSchema {
+			set.Schemas[path.Base(path.Dir(p))] = string(src)
+		} else {
+			set.Modules[p] = string(src)
+		}
 		return nil
 	})
 	if err != nil {
@@ -71,6 +83,8 @@ func LoadPolicySet(fsys fs.FS, parametersFile string) (PolicySet, error) {
 // Overlay returns s with extra modules added: a module whose package is already
 // in s replaces every module of that package (a ConfigMap can replace an
 // embedded policy), other modules extend the set. Parameters are merged.
+// Schemas are s's (a replaced policy keeps its schema), in a map of the
+// result's own that the caller may add schemas to.
 func (s PolicySet) Overlay(modules map[string]string, params Parameters) (PolicySet, error) {
 	replaced := map[string]bool{}
 	for name, src := range modules {
@@ -80,7 +94,10 @@ func (s PolicySet) Overlay(modules map[string]string, params Parameters) (Policy
 		}
 		replaced[pkg] = true
 	}
-	out := PolicySet{Modules: map[string]string{}, Parameters: s.Parameters.Merge(params)}
+	out := PolicySet{Modules: map[string]string{}, Schemas: maps.Clone(s.Schemas), Parameters: s.Parameters.Merge(params)}
+	if out.Schemas == nil {
+		out.Schemas = map[string]string{}
+	}
 	for name, src := range s.Modules {
 		pkg, err := packageOf(name, src)
 		if err != nil {
@@ -120,7 +137,9 @@ func (s PolicySet) Version() string {
 	for _, n := range names {
 		fmt.Fprintf(h, "%s\x00%s\x00", n, s.Modules[n])
 	}
-	params, _ := json.Marshal(s.Parameters) // map keys are sorted by encoding/json
+	schemas, _ := json.Marshal(s.Schemas) // map keys are sorted by encoding/json
+	h.Write(schemas)
+	params, _ := json.Marshal(s.Parameters)
 	h.Write(params)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

@@ -8,14 +8,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
-	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mpiguard/mpiguard/policies"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
@@ -149,32 +145,39 @@ func TestQuotaDenialNamesHolders(t *testing.T) {
 	}
 }
 
-// freeMilli is exact past int64: hard - used - held of quantities whose
-// MilliValue arithmetic would wrap around.
-func TestFreeMilliExact(t *testing.T) {
-	q := &corev1.ResourceQuota{
+// The quota amounts of input.quotas[].demand are exact past int64: hard,
+// used and held of quantities whose MilliValue arithmetic would wrap around
+// reach Rego as the exact integers (the policy subtracts them).
+func TestDemandAmountsExact(t *testing.T) {
+	q := corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "q"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.memory": resource.MustParse("1Ki")}},
 		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}},
 	}
-	held, _ := reservedFor(q, []Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(&render.JobView{ReplicatedJobs: []render.ReplicatedJobView{{
+	held := &render.JobView{ReplicatedJobs: []render.ReplicatedJobView{{
 		Name: "node", Pods: 2, PerPod: render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse("8Pi")}},
-	}}}, []corev1.ResourceQuota{*q})}})
-	got, ok := freeMilli(q, "requests.memory", held)
-	want := new(big.Int).Sub(big.NewInt(1024000), big.NewInt(math.MaxInt64))
-	want.Sub(want, new(big.Int).Mul(big.NewInt(2*9007199254740992), big.NewInt(1000)))
-	if !ok || got.Cmp(want) != 0 {
-		t.Errorf("free = %s, %v; want %s, true", got, ok, want)
+	}}}
+	req := memoryJob(2, "8Pi", "0")
+	req.Quotas = []corev1.ResourceQuota{q}
+	req.Reserved = []Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(held, req.Quotas)}}
+	d := quotasDoc(t, req)[0].(map[string]any)["demand"].(map[string]any)["requests.memory"].(map[string]any)
+	eightPiMilli := new(big.Int).Mul(big.NewInt(9007199254740992), big.NewInt(1000))
+	want := map[string]any{
+		"hard":  mustJSON(t, "1024000"),
+		"used":  mustJSON(t, fmt.Sprint(int64(math.MaxInt64))),
+		"held":  mustJSON(t, new(big.Int).Mul(eightPiMilli, big.NewInt(2)).String()),
+		"milli": mustJSON(t, new(big.Int).Mul(eightPiMilli, big.NewInt(2)).String()),
 	}
-	if got, ok := freeMilli(q, "requests.cpu", held); ok || got.Sign() != 0 {
-		t.Errorf("free of a resource the quota does not list = %s, %v; want 0, false", got, ok)
+	for k, w := range want {
+		if diff := cmp.Diff(w, d[k]); diff != "" {
+			t.Errorf("demand.%s (-want +got):\n%s", k, diff)
+		}
 	}
 }
 
-// The input's quantities are exact past int64, and quantities whose int64
-// milli amounts would collide (MilliValue wraps around modulo 2^64) never
-// share a cached term.
-func TestQuantityTermsPastInt64(t *testing.T) {
+// The input's quantities are exact past int64: quantities whose int64 milli
+// amounts collide (MilliValue wraps around modulo 2^64) stay apart.
+func TestQuantitiesPastInt64(t *testing.T) {
 	sixteenPi := resource.MustParse("16Pi")
 	// 16Pi + 2^64 milli: the same MilliValue and format as 16Pi.
 	wrapped := resource.MustParse("36461142583191535616m")
@@ -183,30 +186,24 @@ func TestQuantityTermsPastInt64(t *testing.T) {
 		t.Fatalf("the amounts do not collide as int64 milli: %d, %d", sixteenPi.MilliValue(), wrapped.MilliValue())
 	}
 	for _, q := range []resource.Quantity{sixteenPi, wrapped} {
-		for _, list := range []*ast.Term{
-			resourcesTerm(corev1.ResourceList{"memory": q}),
-			chargeTerm(&render.Charge{Requests: corev1.ResourceList{"memory": q}}).Get(ast.StringTerm("requests")),
-		} {
-			got, err := ast.JSON(list.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]any{"memory": map[string]any{
-				"milli":   mustJSON(t, quota.Milli(q).String()),
-				"value":   mustJSON(t, unitsTerm(quota.Milli(q)).String()),
-				"display": q.String(),
-			}}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", q.String(), diff)
-			}
+		req := mpiRequest("team-a", 2)
+		req.View.ReplicatedJobs[1].PerPod = render.Charge{Requests: corev1.ResourceList{"memory": q}}
+		got := inputDoc(t, req, nil)["job"].(map[string]any)["replicatedJobs"].([]any)[1].(map[string]any)["perPod"].(map[string]any)["requests"]
+		want := map[string]any{"memory": map[string]any{
+			"milli":   mustJSON(t, quota.Milli(q).String()),
+			"value":   mustJSON(t, string(units(quota.Milli(q)))),
+			"display": q.String(),
+		}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", q.String(), diff)
 		}
 	}
-	if got := quantityTerm(sixteenPi).Get(ast.StringTerm("value")).String(); got != "18014398509481984" {
+	if got := quantityOf(sixteenPi).Value; got != "18014398509481984" {
 		t.Errorf("16Pi value = %s, want 18014398509481984", got)
 	}
 }
 
-func TestUnitsTerm(t *testing.T) {
+func TestUnits(t *testing.T) {
 	for milli, want := range map[string]string{
 		"0": "0", "4000": "4", "1500": "1.5", "1": "0.001", "-1500": "-1.5", "-500": "-0.5", "10": "0.01",
 		"18014398509481984000":                  "18014398509481984",
@@ -214,53 +211,8 @@ func TestUnitsTerm(t *testing.T) {
 		"1000000000000000000000000000000000001": "1000000000000000000000000000000000.001",
 	} {
 		m, _ := new(big.Int).SetString(milli, 10)
-		if got := unitsTerm(m).String(); got != want {
-			t.Errorf("unitsTerm(%s) = %s, want %s", milli, got, want)
-		}
-	}
-}
-
-// displayMilli, which Go uses for the amounts it supplies, shows amounts as
-// the policies' lib.display does, at any size, and as kubectl shows
-// canonical binary quantities.
-func TestDisplayMilliAgreesWithRegoAndKubectl(t *testing.T) {
-	src, err := policies.FS.ReadFile("lib/quantity.rego")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pow2 := func(n uint, k int64) *big.Int { return new(big.Int).Lsh(big.NewInt(k), n) }
-	milli := func(n *big.Int) *big.Int { return new(big.Int).Mul(n, big.NewInt(1000)) }
-	amounts := []*big.Int{
-		big.NewInt(0), big.NewInt(-2000), big.NewInt(1), big.NewInt(1500), big.NewInt(4000), big.NewInt(1000000),
-		milli(big.NewInt(1000)), milli(big.NewInt(1023)), milli(big.NewInt(1024)), milli(big.NewInt(1000000000)),
-		milli(pow2(30, 16)), milli(pow2(20, 7936)), milli(pow2(40, 4*5000)), milli(pow2(50, 16)),
-		milli(new(big.Int).Add(pow2(50, 16), pow2(30, 1))), milli(pow2(60, 5000)), milli(pow2(70, 1)),
-		milli(new(big.Int).Add(pow2(64, 1), big.NewInt(1))), new(big.Int).Add(milli(pow2(64, 1)), big.NewInt(1)),
-	}
-	ctx := context.Background()
-	for _, res := range []string{"memory", "hugepages-2Mi", "cpu", "nvidia.com/gpu", ""} {
-		for _, m := range amounts {
-			want := displayMilli(res, m)
-			rs, err := rego.New(rego.Query(fmt.Sprintf("x := data.mpiguard.lib.display(%q, %s)", res, m)), rego.Module("quantity.rego", string(src))).Eval(ctx)
-			if err != nil {
-				t.Fatalf("lib.display(%q, %s): %v", res, m, err)
-			}
-			if len(rs) != 1 || rs[0].Bindings["x"] != want {
-				t.Errorf("lib.display(%q, %s) = %v, displayMilli = %q", res, m, rs, want)
-			}
-		}
-	}
-	// kubectl prints whole binary amounts of 1024 bytes or more the same way,
-	// up to 1024Ei (past it, with no larger suffix, apimachinery prints 2^70
-	// bytes as "1"; displayMilli prints 1024Ei).
-	for _, m := range amounts {
-		units := new(big.Int).Quo(m, big.NewInt(1000))
-		if m.Sign() <= 0 || m.Cmp(milli(units)) != 0 || units.Cmp(big.NewInt(1024)) < 0 || units.Cmp(pow2(70, 1)) >= 0 {
-			continue
-		}
-		q := resource.NewDecimalQuantity(*inf.NewDecBig(units, 0), resource.BinarySI)
-		if got := displayMilli("memory", m); got != q.String() {
-			t.Errorf("displayMilli(memory, %s) = %q, kubectl prints %q", m, got, q.String())
+		if got := units(m); string(got) != want {
+			t.Errorf("units(%s) = %s, want %s", milli, got, want)
 		}
 	}
 }

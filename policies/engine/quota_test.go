@@ -50,19 +50,15 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 			{TrainJob: "a/other-class", Parts: quota.PartsOf(view(5, "low"), []corev1.ResourceQuota{q0})},
 		},
 	}
-	got, err := ast.JSON(quotasTerm(req).Value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := got.([]any)[0].(map[string]any)
+	q := quotasDoc(t, req)[0].(map[string]any)
 	part := func(name, role string, pods, perPodMilli int, display string, undeclared bool) map[string]any {
 		return map[string]any{"name": name, "role": role, "pods": jsonNumber(pods), "perPodMilli": jsonNumber(perPodMilli), "perPodDisplay": display, "undeclared": undeclared}
 	}
 	// entry is a demand entry; a/selected holds 2 workers' worth of every resource.
-	entry := func(kind, res string, milli int, display string, free int, freeDisplay, hardDisplay, usedDisplay string, held int, heldDisplay string, parts ...any) map[string]any {
+	entry := func(kind, res string, milli int, display string, hard int, hardDisplay string, used int, usedDisplay string, held int, heldDisplay string, parts ...any) map[string]any {
 		return map[string]any{
 			"kind": kind, "resource": res, "milli": jsonNumber(milli), "display": display,
-			"free": jsonNumber(free), "freeDisplay": freeDisplay, "hardDisplay": hardDisplay, "usedDisplay": usedDisplay,
+			"hard": jsonNumber(hard), "hardDisplay": hardDisplay, "used": jsonNumber(used), "usedDisplay": usedDisplay,
 			"held": jsonNumber(held), "heldDisplay": heldDisplay,
 			"heldBy":     []any{map[string]any{"trainJob": "a/selected", "milli": jsonNumber(held), "display": heldDisplay}},
 			"undeclared": false, "parts": parts,
@@ -70,14 +66,13 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 	}
 	const gi = 1073741824000
 	want := map[string]any{
-		// free: hard - used - held.
-		"requests.nvidia.com/gpu": entry("requests", "nvidia.com/gpu", 12000, "12", 16000-4000-8000, "4", "16", "4", 8000, "8",
+		"requests.nvidia.com/gpu": entry("requests", "nvidia.com/gpu", 12000, "12", 16000, "16", 4000, "4", 8000, "8",
 			part("node", "worker", 3, 4000, "4", false)),
-		"cpu": entry("requests", "cpu", 6000, "6", 10000-4000, "6", "10", "0", 4000, "4",
+		"cpu": entry("requests", "cpu", 6000, "6", 10000, "10", 0, "0", 4000, "4",
 			part("node", "worker", 3, 2000, "2", false)),
-		"limits.memory": entry("limits", "memory", 3*gi, "3Gi", 6*gi, "6Gi", "8Gi", "0", 2*gi, "2Gi",
+		"limits.memory": entry("limits", "memory", 3*gi, "3Gi", 8*gi, "8Gi", 0, "0", 2*gi, "2Gi",
 			part("node", "worker", 3, gi, "1Gi", false)),
-		"pods": entry("pods", "", 3000, "3", 10000-2000, "8", "10", "0", 2000, "2",
+		"pods": entry("pods", "", 3000, "3", 10000, "10", 0, "0", 2000, "2",
 			part("node", "worker", 3, 1000, "1", false)),
 	}
 	if diff := cmp.Diff(want, q["demand"]); diff != "" {
@@ -101,17 +96,27 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 	// memory limit is flagged.
 	q0.Spec.ScopeSelector = nil
 	req.Quotas = []corev1.ResourceQuota{q0}
-	got, err = ast.JSON(quotasTerm(req).Value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := got.([]any)[0].(map[string]any)["demand"].(map[string]any)["limits.memory"].(map[string]any)
+	mem := quotasDoc(t, req)[0].(map[string]any)["demand"].(map[string]any)["limits.memory"].(map[string]any)
 	if diff := cmp.Diff([]any{part("launcher", "launcher", 1, 0, "0", true), part("node", "worker", 3, gi, "1Gi", false)}, mem["parts"]); diff != "" {
 		t.Errorf("limits.memory parts (-want +got):\n%s", diff)
 	}
 	if mem["undeclared"] != true {
 		t.Errorf("limits.memory undeclared = %v, want true (the launcher's part is)", mem["undeclared"])
 	}
+}
+
+// quotasDoc is input.quotas of req as policies see it.
+func quotasDoc(t *testing.T, req *Request) []any {
+	t.Helper()
+	v, err := ast.InterfaceToValue(quotasOf(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ast.JSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc.([]any)
 }
 
 func jsonNumber(n int) any {

@@ -11,20 +11,10 @@ package mpiguard.policies.istio_opt_out
 
 import data.mpiguard.lib
 
-default_params := {
-	# Labels that keep pods out of the mesh.
-	"optOutLabels": {
-		"sidecar.istio.io/inject": "false",
-		"istio.io/dataplane-mode": "none",
-	},
-	# Label or annotation values that opt a pod back in.
-	"optIn": {
-		"sidecar.istio.io/inject": ["true"],
-		"istio.io/dataplane-mode": ["ambient"],
-	},
-}
-
-params := lib.params("istio-opt-out", default_params)
+# The parameters (defaults and meaning: parameters.schema.yaml): optOutLabels
+# (the labels that keep pods out of the mesh) and optIn (per label or
+# annotation key, the values that opt a pod back in).
+params := input.parameters["istio-opt-out"]
 
 mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "metadata.labels", "key": key, "value": value} if {
 	lib.mpi_job
@@ -35,7 +25,7 @@ mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "me
 
 # An opt-in the pods get, or one asked for that mpiguard's own label would
 # override: one denial either way.
-deny contains lib.violation("spec.runtimePatches", lib.msg_istio_opt_in(rj, where, key, value)) if {
+deny contains lib.violation("spec.runtimePatches", msg_istio_opt_in(rj, where, key, value)) if {
 	lib.mpi_job
 	some rj in input.job.replicatedJobs
 	some where in ["labels", "annotations"]
@@ -43,3 +33,8 @@ deny contains lib.violation("spec.runtimePatches", lib.msg_istio_opt_in(rj, wher
 	some value in ({v | v := rj[where][key]} | {v | v := rj.requested[where][key]})
 	value in values
 }
+
+msg_istio_opt_in(rj, where, key, value) := sprintf(
+	"pods of %s opt in to the Istio mesh (%s %s=%q); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove %s from the pod template, or ask an admin to exempt the namespace",
+	[lib.role_label(rj), where, key, value, key],
+)

@@ -2,8 +2,22 @@ package mpiguard.policies.istio_opt_out_test
 
 import data.mpiguard.policies.istio_opt_out
 
+# params are the policy's parameters as the engine passes them: complete,
+# here with the schema's defaults (parameters.schema.yaml).
+params := {
+	"optOutLabels": {
+		"sidecar.istio.io/inject": "false",
+		"istio.io/dataplane-mode": "none",
+	},
+	"optIn": {
+		"sidecar.istio.io/inject": ["true"],
+		"istio.io/dataplane-mode": ["ambient"],
+	},
+}
+
 job_input(op, pods) := {
 	"request": {"operation": op},
+	"parameters": {"istio-opt-out": params},
 	"namespace": {"name": "team-a"},
 	"trainJob": {"name": "train", "namespace": "team-a"},
 	"job": {"mpi": true, "replicatedJobs": pods},

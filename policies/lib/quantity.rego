@@ -1,6 +1,5 @@
-# Package lib holds the helpers every mpiguard policy shares: quantity arithmetic
-# and display, job-shape helpers, and (in messages.rego) every message text, so
-# wording stays consistent and is edited in one place.
+# Exact quantity arithmetic and display, shared by the policies that speak of
+# resource amounts (aggregate-quota, slots-gpus).
 package mpiguard.lib
 
 # Quantities arrive from Go as {"value": <base units>, "milli": <integer>, "display": "16Gi"}.
@@ -26,8 +25,12 @@ memory_like(res) if res in {"memory", "ephemeral-storage", "storage"}
 memory_like(res) if startswith(res, "hugepages-")
 
 # display formats a milli amount (an integer) of res the way kubectl would show
-# it: 500m, 4, 16Gi, exactly at any size. Negative amounts (an over-committed
-# quota) display as 0.
+# it, exactly at any size: 0 for none or less (an over-committed quota has
+# nothing free), 1500m for a fraction, bytes with the largest binary suffix
+# that divides them (up to Ei: 16Gi, 7936Mi, 1000000000), other whole amounts
+# plainly (4, 1000: counts and cores, never 1k). Go displays the amounts it
+# supplies (demand.display, hardDisplay, ...) the same way (quota.Display in
+# policies/quota, whose test compares the two).
 display(_, m) := "0" if m <= 0
 
 display(_, m) := sprintf("%dm", [m]) if {

@@ -7,13 +7,10 @@ package mpiguard.policies.max_duration
 
 import data.mpiguard.lib
 
-default_params := {
-	"defaultHours": 24,
-	"maxHours": 168,
-	"namespaceAnnotation": "mpiguard.io/max-duration-hours",
-}
-
-params := lib.params("max-duration", default_params)
+# The parameters (defaults and meaning: parameters.schema.yaml): defaultHours
+# (the deadline set when a TrainJob has none), maxHours (the cluster ceiling)
+# and namespaceAnnotation (where admins state a namespace's own limit).
+params := input.parameters["max-duration"]
 
 ns := input.namespace
 
@@ -36,9 +33,9 @@ limit_source := sprintf("namespace %q (annotation %s)", [ns.name, params.namespa
 
 else := "the cluster"
 
-# The rules read input.trainJob.activeDeadlineSeconds (0 when unset) directly:
-# an alias rule cost a rule evaluation per reference in every decision.
-
+# default_seconds is the deadline set on a TrainJob without one: the cluster
+# default, but never above the ceiling. (input.trainJob.activeDeadlineSeconds
+# is 0 when unset.)
 default_seconds := min([round(params.defaultHours * 3600), limit_seconds])
 
 mutate contains {"target": "trainJob", "field": "spec.activeDeadlineSeconds", "value": default_seconds} if {
@@ -47,21 +44,46 @@ mutate contains {"target": "trainJob", "field": "spec.activeDeadlineSeconds", "v
 	input.trainJob.activeDeadlineSeconds == 0
 }
 
-deny contains lib.violation("spec.activeDeadlineSeconds", lib.msg_over_max_duration(input.trainJob.activeDeadlineSeconds, limit_seconds, limit_source)) if {
+deny contains lib.violation("spec.activeDeadlineSeconds", msg_over_max_duration(input.trainJob.activeDeadlineSeconds, limit_seconds, limit_source)) if {
 	lib.mpi_job
 	lib.is_create
 	input.trainJob.activeDeadlineSeconds > limit_seconds
 }
 
-deny contains lib.violation("spec.activeDeadlineSeconds", lib.msg_no_duration(limit_seconds, limit_source)) if {
+msg_over_max_duration(seconds, limit_seconds, source) := sprintf(
+	"TrainJob may run for %s (spec.activeDeadlineSeconds %d) but %s allows at most %s; set spec.activeDeadlineSeconds to %d (%s) or less, or ask an admin to raise the limit",
+	[hours(seconds), seconds, source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
+)
+
+deny contains lib.violation("spec.activeDeadlineSeconds", msg_no_duration(limit_seconds, limit_source)) if {
 	lib.mpi_job
 	lib.is_create
 	input.trainJob.activeDeadlineSeconds == 0
 }
 
-deny contains lib.violation("metadata.namespace", lib.msg_bad_duration_annotation(ns.name, params.namespaceAnnotation, annotation_value)) if {
+msg_no_duration(limit_seconds, source) := sprintf(
+	"TrainJob has no spec.activeDeadlineSeconds, so it may run forever, but %s allows at most %s; set spec.activeDeadlineSeconds to %d (%s) or less",
+	[source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
+)
+
+deny contains lib.violation("metadata.namespace", msg_bad_duration_annotation(ns.name, params.namespaceAnnotation, annotation_value)) if {
 	lib.mpi_job
 	lib.is_create
 	annotation_value
 	not valid_annotation
 }
+
+msg_bad_duration_annotation(ns, annotation, value) := sprintf(
+	"namespace %q has annotation %s=%q, which is not a positive number of hours (at least 1 second), so mpiguard cannot tell how long TrainJobs may run; ask an admin to fix the annotation",
+	[ns, annotation, value],
+)
+
+# hours shows a number of seconds in hours: "1 hour", "24 hours", "1.5 hours".
+hours(3600) := "1 hour"
+
+hours(seconds) := sprintf("%d hours", [seconds / 3600]) if {
+	seconds != 3600
+	seconds % 3600 == 0
+}
+
+hours(seconds) := sprintf("%.1f hours", [seconds / 3600]) if seconds % 3600 != 0

@@ -2,8 +2,17 @@ package mpiguard.policies.max_duration_test
 
 import data.mpiguard.policies.max_duration
 
+# params are the policy's parameters as the engine passes them: complete,
+# here with the schema's defaults (parameters.schema.yaml).
+params := {
+	"defaultHours": 24,
+	"maxHours": 168,
+	"namespaceAnnotation": "mpiguard.io/max-duration-hours",
+}
+
 create(deadline, annotations) := {
 	"request": {"operation": "CREATE"},
+	"parameters": {"max-duration": params},
 	"trainJob": {"name": "train", "namespace": "team-a", "activeDeadlineSeconds": deadline},
 	"namespace": {"name": "team-a", "annotations": annotations},
 	"job": {"mpi": true},
@@ -83,4 +92,10 @@ test_missing_deadline_denied_at_validation if {
 test_custom_parameters if {
 	inp := object.union(create(0, {}), {"parameters": {"max-duration": {"defaultHours": 2, "maxHours": 4}}})
 	max_duration.mutate == {{"target": "trainJob", "field": "spec.activeDeadlineSeconds", "value": 7200}} with input as inp
+}
+
+test_hours if {
+	max_duration.hours(86400) == "24 hours"
+	max_duration.hours(3600) == "1 hour"
+	max_duration.hours(5400) == "1.5 hours"
 }

@@ -16,13 +16,18 @@ import data.mpiguard.lib
 
 manager := "mpiguard.io/admission"
 
-deny contains lib.violation(entry.field, lib.msg_entry_foreign(entry.field, manager, entry.foreignFields)) if {
+deny contains lib.violation(entry.field, msg_entry_foreign(entry.field, entry.foreignFields)) if {
 	lib.mpi_job
 	some entry in input.trainJob.mpiguardEntries
 	count(entry.foreignFields) > 0
 }
 
-deny contains lib.violation(entry.field, lib.msg_entry_differs(entry.field, manager, entry.differences)) if {
+msg_entry_foreign(field, paths) := sprintf(
+	"%s has manager %s, which is reserved for mpiguard's own entry, but sets %s, which mpiguard never writes (it writes only pod template labels, annotations, node selector and required node affinity); an entry under mpiguard's name is trusted as mpiguard's work, so it must not carry anything else; remove the runtimePatches entry with manager %s or give it a manager of your own; mpiguard writes its entry itself",
+	[field, manager, some_paths(paths), manager],
+)
+
+deny contains lib.violation(entry.field, msg_entry_differs(entry.field, entry.differences)) if {
 	lib.mpi_job
 	some entry in input.trainJob.mpiguardEntries
 	entry.mpiguardWrites
@@ -30,11 +35,30 @@ deny contains lib.violation(entry.field, lib.msg_entry_differs(entry.field, mana
 	count(entry.differences) > 0
 }
 
+msg_entry_differs(field, paths) := sprintf(
+	"%s has manager %s, which is reserved for mpiguard's own entry, but is not mpiguard's entry for this TrainJob (it differs at %s); an entry under mpiguard's name is trusted as mpiguard's work, so it must be exactly that; remove the runtimePatches entry with manager %s or give it a manager of your own; mpiguard writes its entry itself",
+	[field, manager, some_paths(paths), manager],
+)
+
 # mpiguard writes no entry when no policy changes the job's pod templates
 # (an exempt namespace), and never two.
-deny contains lib.violation(entry.field, lib.msg_entry_unwanted(entry.field, manager)) if {
+deny contains lib.violation(entry.field, msg_entry_unwanted(entry.field)) if {
 	lib.mpi_job
 	some entry in input.trainJob.mpiguardEntries
 	not entry.mpiguardWrites
 	count(entry.foreignFields) == 0
+}
+
+msg_entry_unwanted(field) := sprintf(
+	"%s has manager %s, which is reserved for mpiguard's own entry, but mpiguard writes no such entry for this TrainJob (no policy changes its pod templates here, or this is a second entry); an entry under mpiguard's name is trusted as mpiguard's work; remove the runtimePatches entry with manager %s or give it a manager of your own; mpiguard writes its entry itself when it needs one",
+	[field, manager, manager],
+)
+
+# some_paths names the first field paths of a list and counts the rest.
+max_named_paths := 3
+
+some_paths(paths) := concat(", ", paths) if count(paths) <= max_named_paths
+
+some_paths(paths) := sprintf("%s and %d more", [concat(", ", array.slice(paths, 0, max_named_paths)), count(paths) - max_named_paths]) if {
+	count(paths) > max_named_paths
 }

@@ -43,19 +43,27 @@ type Evaluator struct {
 // Evaluate decides every TrainJob of the cluster as a CREATE, in document
 // order, through the admission pipeline the webhooks use (stage Admit: the
 // mutation is applied and the mutated job judged, as the apiserver runs the
-// two webhooks). TrainJobs allowed earlier count against quotas as admitted
-// jobs whose pods do not exist yet, as they would in a cluster.
+// two webhooks). TrainJobs created earlier count against quotas as they would
+// in a cluster before their pods exist: each one admission lets through that
+// starts pods (not suspended), MPI or not (a TrainJob mpiguard does not
+// govern still creates pods the quota will charge).
 func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error) {
 	if err := applyDefaults(c); err != nil {
 		return nil, err
 	}
 	p := pipeline.New(ev.Renderer, ev.Engine)
-	reader := &clusterReader{Cluster: c, reserved: map[string][]engine.Reservation{}}
+	reader := NewReader(c).(*clusterReader)
 	results := make([]Result, 0, len(c.TrainJobs))
 	for _, s := range c.TrainJobs {
 		tj := s.TrainJob
 		res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
-		v, err := p.Run(ctx, reader, &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}, pipeline.Admit)
+		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
+		v, err := p.Run(ctx, reader, req, pipeline.Admit)
+		if err == nil && v.Governed && pipeline.StartsPods(req) {
+			// The validating webhook reads what earlier jobs hold before
+			// deciding; one it cannot render fails the decision.
+			err = reader.unrenderable[tj.Namespace]
+		}
 		switch {
 		case err != nil:
 			res.Error = err.Error()
@@ -65,16 +73,21 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 			if len(v.Decision.Violations) > 0 {
 				res.Violations = v.Decision.Violations
 			}
-			if res.Allowed {
-				reader.reserved[tj.Namespace] = append(reader.reserved[tj.Namespace],
-					engine.Reservation{TrainJob: res.TrainJob, Parts: quota.PartsOf(v.View, c.quotasIn(tj.Namespace))})
-			}
 		default:
 			res.Allowed = true
+		}
+		if res.Error == "" && res.Allowed && pipeline.StartsPods(req) {
+			reader.hold(ctx, p, tj, v)
 		}
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// NewReader is the cluster the documents describe, as the pipeline reads it,
+// nothing reserved.
+func NewReader(c *Cluster) pipeline.Cluster {
+	return &clusterReader{Cluster: c, reserved: map[string][]engine.Reservation{}, unrenderable: map[string]error{}}
 }
 
 // clusterReader is the cluster the documents describe, as the pipeline
@@ -82,6 +95,27 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 type clusterReader struct {
 	*Cluster
 	reserved map[string][]engine.Reservation
+	// unrenderable is, per namespace, why a job created earlier that holds
+	// quota could not be rendered.
+	unrenderable map[string]error
+}
+
+// hold counts an admitted job that starts pods against its namespace's
+// quotas: the job as judged (v) when mpiguard governs it, else as stored.
+func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trainer.TrainJob, v *pipeline.Verdict) {
+	view := v.View
+	if !v.Governed {
+		ns, _ := r.Namespace(ctx, tj.Namespace)
+		var err error
+		if view, err = p.RenderStored(ctx, r, tj, ns); err != nil {
+			if r.unrenderable[tj.Namespace] == nil {
+				r.unrenderable[tj.Namespace] = fmt.Errorf("rendering TrainJob %s, which holds quota in %q: %w", tj.Name, tj.Namespace, err)
+			}
+			return
+		}
+	}
+	key := tj.Namespace + "/" + tj.Name
+	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], engine.Reservation{TrainJob: key, Parts: quota.PartsOf(view, r.quotasIn(tj.Namespace))})
 }
 
 var _ pipeline.Cluster = (*clusterReader)(nil)

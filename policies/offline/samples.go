@@ -48,9 +48,6 @@ func RunSamples(ctx context.Context, fsys fs.FS, ev *Evaluator) ([]SampleCase, e
 	var cases []SampleCase
 	// Every policy needs samples: one without any would pass unnoticed.
 	for _, p := range ev.Engine.Policies() {
-		if p == engine.RenderPolicy {
-			continue // built in, tested with the engine
-		}
 		if info, err := fs.Stat(fsys, p+"/samples"); err != nil || !info.IsDir() {
 			cases = append(cases, SampleCase{Policy: p, File: p, Failures: []string{
 				fmt.Sprintf("policy %s has no %s/samples folder: every policy needs allowed and denied samples", p, p),

@@ -118,7 +118,7 @@ func TestFolderNeedsAllowedAndDeniedSamples(t *testing.T) {
 
 func TestChangedOutputFailsAgainstWant(t *testing.T) {
 	dir := copyPolicies(t, func(dir string) {
-		replaceIn(t, filepath.Join(dir, "lib/messages.rego"), `"ask an admin to raise the quota"`, `"ask someone"`)
+		replaceIn(t, filepath.Join(dir, "aggregate-quota/aggregate_quota.rego"), `"ask an admin to raise the quota"`, `"ask someone"`)
 	})
 	cases, err := RunSamples(context.Background(), os.DirFS(dir), evaluatorFor(t, dir))
 	if err != nil {

@@ -58,6 +58,10 @@ func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.Tra
 	if err != nil {
 		return nil, err
 	}
+	in := render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses}
+	if job.UID == "" { // not from an apiserver (`mpiguard check`'s documents): nothing identifies it
+		return p.renderer.Render(ctx, in)
+	}
 	var key strings.Builder
 	key.WriteString(job.ResourceVersion)
 	key.WriteString("/" + rt.GetResourceVersion())
@@ -68,7 +72,7 @@ func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.Tra
 	if v, ok := p.stored.get(uid, key.String()); ok {
 		return v, nil
 	}
-	v, err := p.renderer.Render(ctx, render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses})
+	v, err := p.renderer.Render(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@
 // so compliance teams change policies without restarting mpiguard. ConfigMaps
 // in mpiguard's namespace labelled mpiguard.io/policy=rego hold Rego modules
 // (every key ending in .rego; a module whose package is an embedded policy's
-// replaces it, others extend the set); mpiguard.io/policy=parameters ones hold
+// replaces it, others extend the set) and parameter schemas (a key
+// <policy>.parameters.schema.yaml is that policy's; a replaced policy without
+// one keeps its embedded schema); mpiguard.io/policy=parameters ones hold
 // a parameters document under the key parameters.yaml. On every change the set
 // is recompiled. A broken set is rejected: the compile error (file:row) goes
 // into each policy ConfigMap's mpiguard.io/policy-status annotation and a
@@ -39,10 +41,13 @@ import (
 
 // Labels and annotations of policy ConfigMaps.
 const (
-	LabelPolicy      = "mpiguard.io/policy"
-	KindRego         = "rego"
-	KindParameters   = "parameters"
-	ParametersKey    = "parameters.yaml"
+	LabelPolicy    = "mpiguard.io/policy"
+	KindRego       = "rego"
+	KindParameters = "parameters"
+	ParametersKey  = "parameters.yaml"
+	// SchemaKeySuffix ends the key of a policy's parameter schema in a rego
+	// ConfigMap: <policy>.parameters.schema.yaml.
+	SchemaKeySuffix  = "." + engine.SchemaFile
 	AnnotationStatus = "mpiguard.io/policy-status"
 	ControllerName   = "policy-reload"
 )
@@ -65,6 +70,10 @@ type Reconciler struct {
 	Namespace string
 	// Status is told each load's outcome.
 	Status *StatusReporter
+	// Loaded, when set, is called after every load that succeeded: audit
+	// (policies/audit) re-judges what is stored when the version changed.
+	// Set it before the manager starts; it must not block.
+	Loaded func()
 
 	// decided is set once a reconcile has loaded the ConfigMaps or rejected
 	// them (Ready).
@@ -159,6 +168,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		log.Error(err, "policy set rejected; the last good set keeps serving", "serving", r.Engine.Version())
 	} else {
 		log.Info("policy set loaded", "version", r.Engine.Version(), "configMaps", len(cms))
+		if r.Loaded != nil {
+			r.Loaded()
+		}
 	}
 	r.Status.record(outcome{configMaps: cms, blame: blame, err: err, version: r.Engine.Version()})
 	r.decided.Store(true)
@@ -168,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 // policySet overlays the ConfigMaps on the base set. On a bad parameters
 // document, blame names the ConfigMap at fault.
 func (r *Reconciler) policySet(cms []corev1.ConfigMap) (engine.PolicySet, *corev1.ConfigMap, error) {
-	modules := map[string]string{}
+	modules, schemas := map[string]string{}, map[string]string{}
 	params := engine.Parameters{}
 	for i := range cms {
 		cm := &cms[i]
@@ -177,6 +189,12 @@ func (r *Reconciler) policySet(cms []corev1.ConfigMap) (engine.PolicySet, *corev
 			for key, src := range cm.Data {
 				if strings.HasSuffix(key, ".rego") && !strings.HasSuffix(key, "_test.rego") {
 					modules[cm.Name+"/"+key] = src
+				}
+				if policy, ok := strings.CutSuffix(key, SchemaKeySuffix); ok {
+					if _, dup := schemas[policy]; dup {
+						return engine.PolicySet{}, cm, fmt.Errorf("ConfigMap %s: a second parameter schema for policy %s (%s)", cm.Name, policy, key)
+					}
+					schemas[policy] = src
 				}
 			}
 		case KindParameters:
@@ -194,5 +212,11 @@ func (r *Reconciler) policySet(cms []corev1.ConfigMap) (engine.PolicySet, *corev
 		}
 	}
 	set, err := r.Base.Overlay(modules, params)
-	return set, nil, err
+	if err != nil {
+		return engine.PolicySet{}, nil, err
+	}
+	for policy, src := range schemas {
+		set.Schemas[policy] = src // Overlay's map is the set's own
+	}
+	return set, nil, nil
 }

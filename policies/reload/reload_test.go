@@ -198,3 +198,52 @@ deny contains "never" if {
 		t.Errorf("LastError = %v, want the *CompileError", eng.LastError())
 	}
 }
+
+// A policy added from a ConfigMap brings its parameter schema under the key
+// <policy>.parameters.schema.yaml: its defaults reach the policy, parameters
+// from a parameters ConfigMap are checked against it, and a misspelled one is
+// rejected with its path while the last good set keeps serving.
+func TestReloadParameterSchema(t *testing.T) {
+	ctx := context.Background()
+	policy := policyConfigMap("max-nodes", KindRego, map[string]string{
+		"max_nodes.rego": `package mpiguard.policies.max_nodes
+
+deny contains {"field": "spec.trainer.numNodes", "msg": "too many nodes"} if input.job.numNodes > input.parameters["max-nodes"].limit
+`,
+		"max-nodes" + SchemaKeySuffix: "type: object\nproperties:\n  limit: {type: integer, default: 4}\n",
+	})
+	r, c := newLoader(t, policy)
+	eng := r.Engine
+	load(t, r)
+	if got := status(t, c, "max-nodes"); got != "loaded: policy set "+eng.Version() {
+		t.Fatalf("status = %q, want loaded", got)
+	}
+	if allowed(t, eng, 5) || !allowed(t, eng, 4) {
+		t.Error("the schema's default limit 4 is not applied: want 5 nodes denied, 4 allowed")
+	}
+
+	params := policyConfigMap("params", KindParameters, map[string]string{ParametersKey: "policies:\n  max-nodes:\n    parameters: {limit: 6}\n"})
+	if err := c.Create(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	load(t, r)
+	if !allowed(t, eng, 6) || allowed(t, eng, 7) {
+		t.Error("limit 6 from the parameters ConfigMap is not applied")
+	}
+	good := eng.Version()
+
+	if err := c.Get(ctx, client.ObjectKeyFromObject(params), params); err != nil {
+		t.Fatal(err)
+	}
+	params.Data = map[string]string{ParametersKey: "policies:\n  max-nodes:\n    parameters: {limt: 8}\n"}
+	if err := c.Update(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	load(t, r)
+	if got := status(t, c, "params"); !strings.Contains(got, "policies.max-nodes.parameters.limt: unknown field") {
+		t.Errorf("status = %q, want the misspelled parameter named", got)
+	}
+	if eng.Version() != good || !allowed(t, eng, 6) {
+		t.Errorf("a rejected parameters document replaced the serving set (version %s, want %s)", eng.Version(), good)
+	}
+}

@@ -10,36 +10,52 @@ package mpiguard.policies.runtime_constraints
 
 import data.mpiguard.lib
 
-# The limits are read as input.runtime.constraints.<name> in each rule, not
-# through an alias rule: with an alias every evaluation cost about 60 more
-# allocations (BenchmarkPolicies), though most runtimes state no constraint.
-
 runtime := input.runtime.name
 
-deny contains lib.violation("spec.runtimeRef.name", lib.msg_constraint_malformed(input.runtime.kind, runtime, err)) if {
+deny contains lib.violation("spec.runtimeRef.name", msg_constraint_malformed(err)) if {
 	lib.mpi_job
 	some err in input.runtime.constraints.errors
 }
 
-deny contains lib.violation("spec.runtimeRef.name", lib.msg_namespace_not_allowed(runtime, input.runtime.constraints.allowedNamespaces, input.trainJob.namespace)) if {
+msg_constraint_malformed(err) := sprintf(
+	"%s %s has a malformed constraint annotation (%s), so mpiguard cannot tell which TrainJobs the runtime allows; a cluster admin must fix the annotation on the runtime (see docs/runtimes.md), or use another runtime",
+	[input.runtime.kind, runtime, err],
+)
+
+deny contains lib.violation("spec.runtimeRef.name", msg_namespace_not_allowed) if {
 	lib.mpi_job
 	count(input.runtime.constraints.allowedNamespaces) > 0
 	not namespace_allowed
 }
 
-deny contains lib.violation("spec.trainer.numNodes", lib.msg_too_many_workers(input.job.numNodes, runtime, input.runtime.constraints.maxWorkers)) if {
+msg_namespace_not_allowed := sprintf(
+	"runtime %s may only be used from namespaces %s, and this TrainJob is in %q; use another runtime or ask a cluster admin to allow the namespace (mpiguard.io/allowed-namespaces)",
+	[runtime, concat(", ", input.runtime.constraints.allowedNamespaces), input.trainJob.namespace],
+)
+
+deny contains lib.violation("spec.trainer.numNodes", msg_too_many_workers) if {
 	lib.mpi_job
 	input.job.numNodes > input.runtime.constraints.maxWorkers
 }
 
-deny contains lib.violation("spec.trainer.resourcesPerNode", lib.msg_too_many_gpus(input.job.gpusPerWorker, runtime, input.runtime.constraints.maxGPUsPerWorker)) if {
+msg_too_many_workers := sprintf(
+	"TrainJob asks for %d Workers but runtime %s allows at most %d per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to %d or less",
+	[input.job.numNodes, runtime, input.runtime.constraints.maxWorkers, input.runtime.constraints.maxWorkers],
+)
+
+deny contains lib.violation("spec.trainer.resourcesPerNode", msg_too_many_gpus) if {
 	lib.mpi_job
 	input.job.gpusPerWorker > input.runtime.constraints.maxGPUsPerWorker
 }
 
+msg_too_many_gpus := sprintf(
+	"TrainJob gives each Worker %d GPUs but runtime %s allows at most %d per Worker (mpiguard.io/max-gpus-per-worker); request %d or fewer GPUs per node in spec.trainer.resourcesPerNode and add Workers instead",
+	[input.job.gpusPerWorker, runtime, input.runtime.constraints.maxGPUsPerWorker, input.runtime.constraints.maxGPUsPerWorker],
+)
+
 # Every launcher and Worker pod, as the Trainer will create it (after every
 # runtime patch), must be pinned to nodes carrying each required label.
-deny contains lib.violation("spec.runtimePatches", lib.msg_not_pinned(rj, missing, runtime)) if {
+deny contains lib.violation("spec.runtimePatches", msg_not_pinned(rj, missing)) if {
 	lib.mpi_job
 	required := input.runtime.constraints.requiredNodeLabels
 	some rj in input.job.replicatedJobs
@@ -50,6 +66,11 @@ deny contains lib.violation("spec.runtimePatches", lib.msg_not_pinned(rj, missin
 	}
 	count(missing) > 0
 }
+
+msg_not_pinned(rj, missing) := sprintf(
+	"the %s pods are not pinned to nodes labelled %s, which runtime %s requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+	[lib.role_label(rj), concat(", ", sort(missing)), runtime],
+)
 
 label_text(key, "") := key
 

@@ -6,58 +6,76 @@ package mpiguard.policies.slots_gpus
 
 import data.mpiguard.lib
 
-default_params := {
-	# equal: slots per worker == GPUs per worker; at-most: slots <= GPUs.
-	"mode": "equal",
-	# The variables the Trainer's MPI plugin (v2.3.0) sets for OpenMPI.
-	"reservedEnv": [
-		"OMPI_MCA_orte_default_hostfile",
-		"OMPI_MCA_plm_rsh_args",
-		"OMPI_MCA_orte_keep_fqdn_hostnames",
-		"OMPI_MCA_orte_set_default_slots",
-	],
-}
+# The parameters (defaults and meaning: parameters.schema.yaml): mode (equal:
+# slots per worker == GPUs per worker; at-most: slots <= GPUs) and reservedEnv
+# (the variables the Trainer's MPI plugin sets for OpenMPI).
+params := input.parameters["slots-gpus"]
 
-params := lib.params("slots-gpus", default_params)
-
-# The rules read input.job.<field> directly: an alias rule (job := input.job)
-# cost a rule evaluation per reference in every decision.
-
-deny contains lib.violation("spec.trainer.numNodes", lib.msg_no_nodes(input.job.numNodes)) if {
+deny contains lib.violation("spec.trainer.numNodes", msg_no_nodes(input.job.numNodes)) if {
 	lib.mpi_job
 	input.job.numNodes < 1
 }
 
-deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_no_slots(input.job.slotsPerWorker)) if {
+msg_no_nodes(n) := sprintf(
+	"TrainJob has %d nodes (spec.trainer.numNodes) so no worker would run; set spec.trainer.numNodes to 1 or more",
+	[n],
+)
+
+deny contains lib.violation("spec.trainer.numProcPerNode", msg_no_slots(input.job.slotsPerWorker)) if {
 	lib.mpi_job
 	input.job.slotsPerWorker < 1
 }
 
-deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_not_gpus(input.job.slotsPerWorker, input.job.gpusPerWorker)) if {
+msg_no_slots(slots) := sprintf(
+	"each worker gets %d MPI slots (spec.trainer.numProcPerNode) so mpirun would start no rank; set spec.trainer.numProcPerNode to 1 or more",
+	[slots],
+)
+
+deny contains lib.violation("spec.trainer.numProcPerNode", msg_slots_not_gpus(input.job.slotsPerWorker, input.job.gpusPerWorker)) if {
 	gpu_workers
 	params.mode == "equal"
 	input.job.slotsPerWorker != input.job.gpusPerWorker
 }
 
-deny contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_over_gpus(input.job.slotsPerWorker, input.job.gpusPerWorker)) if {
+msg_slots_not_gpus(slots, gpus) := sprintf(
+	"each worker gets %d MPI slots but has %d GPUs; slots per worker must equal GPUs per worker so every rank drives exactly one GPU; set spec.trainer.numProcPerNode to %d, or request %d GPUs per worker in spec.trainer.resourcesPerNode",
+	[slots, gpus, gpus, slots],
+)
+
+deny contains lib.violation("spec.trainer.numProcPerNode", msg_slots_over_gpus(input.job.slotsPerWorker, input.job.gpusPerWorker)) if {
 	gpu_workers
 	params.mode == "at-most"
 	input.job.slotsPerWorker > input.job.gpusPerWorker
 }
 
-deny contains lib.violation(env.field, lib.msg_reserved_env(env.name, env.field)) if {
+msg_slots_over_gpus(slots, gpus) := sprintf(
+	"each worker gets %d MPI slots but has only %d GPUs; slots per worker must not exceed GPUs per worker or ranks would share a GPU; set spec.trainer.numProcPerNode to %d or less, or request %d GPUs per worker in spec.trainer.resourcesPerNode",
+	[slots, gpus, gpus, slots],
+)
+
+deny contains lib.violation(env.field, msg_reserved_env(env.name, env.field)) if {
 	lib.mpi_job
 	some env in input.trainJob.env
 	env.name in params.reservedEnv
 }
 
-warn contains lib.violation("spec.trainer.numProcPerNode", lib.msg_slots_over_cpus(input.job.slotsPerWorker, lib.display("cpu", cpus))) if {
+msg_reserved_env(name, field) := sprintf(
+	"%s sets %s, which the MPI plugin reserves: overriding it desynchronises mpirun from the hostfile the Trainer renders; remove %s from %s",
+	[field, name, name, field],
+)
+
+warn contains lib.violation("spec.trainer.numProcPerNode", msg_slots_over_cpus(input.job.slotsPerWorker, lib.display("cpu", cpus))) if {
 	lib.mpi_job
 	input.job.gpusPerWorker == 0
 	cpus := worker_cpu_milli
 	cpus > 0
 	input.job.slotsPerWorker * 1000 > cpus
 }
+
+msg_slots_over_cpus(slots, cpus) := sprintf(
+	"each CPU-only worker gets %d MPI slots but only %s CPUs, so ranks will share CPUs and run slower; set spec.trainer.numProcPerNode to %s or less, or request %d CPUs per worker in spec.trainer.resourcesPerNode",
+	[slots, cpus, cpus, slots],
+)
 
 gpu_workers if {
 	lib.mpi_job

@@ -2,8 +2,21 @@ package mpiguard.policies.slots_gpus_test
 
 import data.mpiguard.policies.slots_gpus
 
+# params are the policy's parameters as the engine passes them: complete,
+# here with the schema's defaults (parameters.schema.yaml).
+params := {
+	"mode": "equal",
+	"reservedEnv": [
+		"OMPI_MCA_orte_default_hostfile",
+		"OMPI_MCA_plm_rsh_args",
+		"OMPI_MCA_orte_keep_fqdn_hostnames",
+		"OMPI_MCA_orte_set_default_slots",
+	],
+}
+
 mpi_input(num_nodes, slots, gpus, cpu_milli) := {
 	"request": {"operation": "CREATE"},
+	"parameters": {"slots-gpus": params},
 	"trainJob": {"name": "train", "namespace": "team-a", "env": []},
 	"job": {
 		"mpi": true, "numNodes": num_nodes, "slotsPerWorker": slots, "gpusPerWorker": gpus,

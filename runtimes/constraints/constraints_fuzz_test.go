@@ -140,7 +140,7 @@ func regoNamespaceAllowed(t *testing.T, annotations map[string]string, ns string
 	t.Helper()
 	namespaceRule.once.Do(func() {
 		opts := []func(*rego.Rego){rego.Query("data.mpiguard.policies.runtime_constraints.namespace_allowed")}
-		for _, file := range []string{"lib/job.rego", "lib/messages.rego", "lib/quantity.rego", "runtime-constraints/runtime_constraints.rego"} {
+		for _, file := range []string{"lib/job.rego", "lib/quantity.rego", "runtime-constraints/runtime_constraints.rego"} {
 			src, err := policies.FS.ReadFile(file)
 			if err != nil {
 				namespaceRule.err = err
