@@ -8,6 +8,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
@@ -168,18 +169,48 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		}
 	}
 
-	deferred := staysSuspended(req.OldTrainJob, job)
+	if v.Decision, err = p.judge(ctx, req, er); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// judge is the validating step of Run and Requote: the engine's decision on
+// er, with the denials of an update that leaves the job suspended deferred.
+func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) (*engine.Decision, error) {
+	deferred := staysSuspended(req.OldTrainJob, er.TrainJob)
 	er.RecordLater = req.RecordLater || deferred
-	if v.Decision, err = p.engine.Decide(ctx, er); err != nil {
+	d, err := p.engine.Decide(ctx, er)
+	if err != nil {
 		return nil, &PolicyError{err}
 	}
 	if deferred {
-		deferDenials(v.Decision)
+		deferDenials(d)
 		if !req.RecordLater {
-			p.engine.Record(er, v.Decision)
+			p.engine.Record(er, d)
 		}
 	}
-	return v, nil
+	return d, nil
+}
+
+// Requote judges the request of a governed verdict (stage Validate or Admit) again against
+// another quota state (quotas, and the jobs reserved in the namespace): what
+// a quota round does when a write lost to another replica sends its requests
+// to a round on a fresh read. Everything else the verdict was made of, the
+// rendered job first, is unchanged, so it is not read or rendered again.
+func (p *Pipeline) Requote(ctx context.Context, req *Request, v *Verdict, quotas []corev1.ResourceQuota, reserved []engine.Reservation) (*Verdict, error) {
+	if !v.Governed || v.Decision == nil {
+		return nil, errors.New("requote: only a governed verdict with a decision (stage Validate or Admit) can be judged again")
+	}
+	er := *v.request
+	er.Quotas, er.Reserved = quotas, othersThan(reserved, er.TrainJob.Namespace, er.TrainJob.Name)
+	d, err := p.judge(ctx, req, &er)
+	if err != nil {
+		return nil, err
+	}
+	out := *v
+	out.Decision, out.request = d, &er
+	return &out, nil
 }
 
 // Record writes the final decision of a verdict whose request asked to

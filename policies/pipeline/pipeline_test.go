@@ -214,3 +214,33 @@ func TestAuditJudgesUnchangedJobs(t *testing.T) {
 		}
 	}
 }
+
+// TestRequoteIsRunOnAnotherQuotaState: judging a verdict again against
+// another quota state gives what a whole run against that state gives.
+func TestRequoteIsRunOnAnotherQuotaState(t *testing.T) {
+	p, c := testPipeline(t), testCluster(t)
+	ctx := context.Background()
+	req := &Request{Operation: engine.Create, TrainJob: fixtures.TrainJob("team-a", "run", "gpu").NumNodes(3).NumProcPerNode(4).Obj()} // 12 of 16 GPUs
+	first, err := p.Run(ctx, c, req, Admit)
+	if err != nil || !first.Allowed() {
+		t.Fatalf("alone: allowed %t, %v; want allowed", first.Allowed(), err)
+	}
+	parts := quota.PartsOf(first.View, c.ns.Quotas)
+	for _, holder := range []string{"team-a/run", "team-a/other"} {
+		reserved := []engine.Reservation{{TrainJob: holder, Parts: parts}}
+		want, err := p.Run(ctx, WithQuotaState(c, c.ns.Quotas, reserved), req, Admit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Requote(ctx, req, first, c.ns.Quotas, reserved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
+			t.Errorf("%s holding 12 GPUs: requote allowed %t %q; run allowed %t %q", holder, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+		}
+	}
+	if !first.Allowed() {
+		t.Error("Requote changed the verdict it was given")
+	}
+}
