@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	gojson "github.com/goccy/go-json"
 )
 
 // result is what a generator run measured.
@@ -130,10 +129,10 @@ func post(c *http.Client, url string, body []byte) error {
 	if err != nil {
 		return err
 	}
-	// Only what the check needs is decoded, with goccy/go-json: the generator
-	// shares the two cores with the server it measures.
+	// Only what the check needs is decoded: the generator shares the two
+	// cores with the server it measures.
 	var out answer
-	if err := gojson.Unmarshal(data, &out); err != nil {
+	if err := json.Unmarshal(data, &out); err != nil {
 		return fmt.Errorf("decoding the answer (HTTP %d): %w", resp.StatusCode, err)
 	}
 	if out.Kind != "AdmissionReview" || out.Response == nil || !out.Response.Allowed || out.Response.UID != "load" {
