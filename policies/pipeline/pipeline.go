@@ -109,6 +109,20 @@ func New(r *render.Renderer, e *engine.Engine) *Pipeline {
 	return &Pipeline{renderer: r, engine: e, stored: newStoredViews(storedViewsSize)}
 }
 
+// NewDefault returns a pipeline judging with the embedded policies and
+// parameters, for callers with nothing to configure (tests, tools).
+func NewDefault(ctx context.Context) (*Pipeline, error) {
+	e, err := engine.NewDefault(ctx, engine.Options{})
+	if err != nil {
+		return nil, err
+	}
+	r, err := render.NewRenderer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return New(r, e), nil
+}
+
 // Engine is the policy engine the pipeline judges with.
 func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 

@@ -43,16 +43,11 @@ func (m memCluster) Namespace(_ context.Context, name string) (*Namespace, error
 
 func testPipeline(t *testing.T) *Pipeline {
 	t.Helper()
-	ctx := context.Background()
-	eng, err := engine.NewDefault(ctx, engine.Options{})
+	p, err := NewDefault(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rnd, err := render.NewRenderer(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return New(rnd, eng)
+	return p
 }
 
 func testCluster(t *testing.T) memCluster {

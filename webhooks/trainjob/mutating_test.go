@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -31,16 +30,12 @@ func testAdmitter(t *testing.T, objs ...runtime.Object) *admitter {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(trainer.AddToScheme(scheme))
-	eng, err := engine.NewDefault(ctx, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rnd, err := render.NewRenderer(ctx)
+	p, err := pipeline.NewDefault(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).Build()
-	return &admitter{cluster: cluster{Reader: c}, pipeline: pipeline.New(rnd, eng)}
+	return &admitter{cluster: cluster{Reader: c}, pipeline: p}
 }
 
 // TestMutationKeepsUnknownFields: the mutating webhook's patch touches only
