@@ -305,4 +305,3 @@ func (p proc) alive() bool {
 }
 
 func (p proc) String() string { return fmt.Sprintf("%s (pid %d)", p.name, p.pid) }
-
