@@ -22,6 +22,8 @@ CONTROLPLANE   = $(CACHE)/controlplane/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
 TEST_TIMEOUT  ?= 40m
 
 CONTROLLER_GEN = $(GO) tool controller-gen
+# Its CRDs are copied into config/crd/openreports by `make manifests`.
+OPENREPORTS_MODULE = github.com/openreports/reports-api
 KUSTOMIZE      = $(GO) tool kustomize
 GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
@@ -81,6 +83,9 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder ma
 	  output:crd:artifacts:config=config/crd/bases \
 	  output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook
+	@# The openreports.io Report CRDs audit writes, from the pinned module (never edited by hand).
+	@dir=$$($(GO) list -m -f '{{.Dir}}' $(OPENREPORTS_MODULE)) && mkdir -p config/crd/openreports && \
+	  for f in openreports.io_reports.yaml openreports.io_clusterreports.yaml; do install -m 0644 "$$dir/config/crd/$$f" config/crd/openreports/; done
 
 .PHONY: generate
 generate: ## Generate deepcopy code for mpiguard's API types.

@@ -62,9 +62,9 @@ func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, err
 	return &out, nil
 }
 
-// othersThan leaves out the reservation of TrainJob ns/name: a job being
+// WithoutJob leaves out the reservation of TrainJob ns/name: a job being
 // decided replaces its own.
-func othersThan(reserved []engine.Reservation, ns, name string) []engine.Reservation {
+func WithoutJob(reserved []engine.Reservation, ns, name string) []engine.Reservation {
 	key := ns + "/" + name
 	out := make([]engine.Reservation, 0, len(reserved))
 	for _, r := range reserved {

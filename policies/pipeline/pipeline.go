@@ -158,7 +158,7 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		View:        view,
 		Namespace:   ns.Namespace,
 		Quotas:      ns.Quotas,
-		Reserved:    othersThan(ns.Reserved, job.Namespace, job.Name),
+		Reserved:    WithoutJob(ns.Reserved, job.Namespace, job.Name),
 		Runtime:     runtimeMeta(rt),
 	}
 	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er}
@@ -217,7 +217,7 @@ func (p *Pipeline) Requote(ctx context.Context, req *Request, v *Verdict, quotas
 		return nil, errors.New("requote: only a governed verdict with a decision (stage Validate or Admit) can be judged again")
 	}
 	er := *v.request
-	er.Quotas, er.Reserved = quotas, othersThan(reserved, er.TrainJob.Namespace, er.TrainJob.Name)
+	er.Quotas, er.Reserved = quotas, WithoutJob(reserved, er.TrainJob.Namespace, er.TrainJob.Name)
 	d, err := p.judge(ctx, req, &er)
 	if err != nil {
 		return nil, err

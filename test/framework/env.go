@@ -172,7 +172,11 @@ func crdDirectories(extra []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	dirs := []string{trainerCRDs, jobSetCRDs}
+	reportCRDs, err := OpenReportsCRDs()
+	if err != nil {
+		return nil, err
+	}
+	dirs := []string{trainerCRDs, jobSetCRDs, reportCRDs}
 	if own := filepath.Join(RepoRoot(), "config", "crd", "bases"); dirExists(own) {
 		dirs = append(dirs, own)
 	}

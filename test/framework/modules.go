@@ -65,6 +65,13 @@ func TrainerRuntimes() (string, error) {
 }
 func CertManagerCRDs() (string, error) { return moduleSubdir(CertManagerModule, "deploy/crds") }
 
+// OpenReportsModule provides the openreports.io Report and ClusterReport CRDs
+// audit publishes in (config/crd/openreports is copied from the same folder).
+const OpenReportsModule = "github.com/openreports/reports-api"
+
+// OpenReportsCRDs is the openreports.io CRD folder of the pinned module.
+func OpenReportsCRDs() (string, error) { return moduleSubdir(OpenReportsModule, "config/crd") }
+
 func moduleSubdir(module, sub string) (string, error) {
 	dir, err := ModuleDir(module)
 	if err != nil {

@@ -9,9 +9,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
@@ -19,6 +17,7 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // reservationPolicy names denials that come from recording the reservation,
@@ -114,12 +113,12 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 			v.answerAll(pending, failClosed(err))
 			return
 		}
-		quotas, holders := state.quotas, state.holders
+		quotas, holders := state.Quotas, state.Holders
 		var again, writing []*quotaDecision
 		var entries []v1alpha1.ReservationEntry
 		for _, qd := range round {
 			qd.rounds++
-			verdict, err := v.pipeline.Run(ctx, pipeline.WithQuotaState(v.cluster, quotas, holders), qd.r, pipeline.Validate)
+			verdict, err := v.judge(ctx, qd, quotas, holders)
 			if err != nil {
 				qd.answer(*refused(err))
 				continue
@@ -147,24 +146,24 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 				continue
 			}
 			e := v.entry(qd, parts)
-			if e.Operation == v1alpha1.OperationCreate && v.maxUnconfirmed > 0 && state.unconfirmed >= v.maxUnconfirmed {
+			if e.Operation == v1alpha1.OperationCreate && v.maxUnconfirmed > 0 && state.Unconfirmed >= v.maxUnconfirmed {
 				// Refused only on a live read, as a denial is: the
 				// entries seen may have been released since. A resume's
 				// job exists: its entry is never held on trust.
 				if live {
-					qd.answer(v.tooManyUnconfirmed(qd, state.unconfirmed))
+					qd.answer(v.tooManyUnconfirmed(qd, state.Unconfirmed))
 				} else {
 					again = append(again, qd)
 				}
 				continue
 			}
 			if e.Operation == v1alpha1.OperationCreate {
-				state.unconfirmed++ // held on trust until its TrainJob appears
+				state.Unconfirmed++ // held on trust until its TrainJob appears
 			}
 			entries = append(entries, e)
 			writing = append(writing, qd)
 			// The requests after it in this round see its reservation.
-			holders = append(othersThan(holders, ns, qd.r.TrainJob.Name), engine.Reservation{TrainJob: ns + "/" + qd.r.TrainJob.Name, Parts: parts})
+			holders = append(pipeline.WithoutJob(holders, ns, qd.r.TrainJob.Name), engine.Reservation{TrainJob: ns + "/" + qd.r.TrainJob.Name, Parts: parts})
 		}
 		if len(entries) > 0 {
 			err = v.reservations.Put(ctx, res, entries...)
@@ -187,6 +186,16 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 		}
 		pending, live = append(again, rest...), true
 	}
+}
+
+// judge decides qd against a round's quota state: through the whole
+// pipeline the first time, then (a round after a lost write) only the
+// decision again, on the job as rendered then.
+func (v Validator) judge(ctx context.Context, qd *quotaDecision, quotas []corev1.ResourceQuota, holders []engine.Reservation) (*pipeline.Verdict, error) {
+	if qd.verdict == nil {
+		return v.pipeline.Run(ctx, pipeline.WithQuotaState(v.cluster, quotas, holders), qd.r, pipeline.Validate)
+	}
+	return v.pipeline.Requote(ctx, qd.r, qd.verdict, quotas, holders)
 }
 
 // expire answers the requests whose budget is spent or that lost their write
@@ -244,96 +253,18 @@ func (v Validator) answerAll(qds []*quotaDecision, resp admission.Response) {
 
 func (qd *quotaDecision) answer(resp admission.Response) { qd.done <- resp }
 
-// othersThan leaves out the holder of TrainJob name: a job being decided
-// replaces its own entry.
-func othersThan(holders []engine.Reservation, ns, name string) []engine.Reservation {
-	key := ns + "/" + name
-	out := make([]engine.Reservation, 0, len(holders))
-	for _, h := range holders {
-		if h.TrainJob != key {
-			out = append(out, h)
+// quotaState reads what a round of quota decisions in namespace ns reads
+// (reservations.ReadState: the same state audit judges waiting jobs with).
+func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Namespace, res *v1alpha1.QuotaReservation) (reservations.State, error) {
+	renderStored := func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
+		view, err := v.pipeline.RenderStored(ctx, v.cluster, job, nsc)
+		if pipeline.IsRuntimeGone(err) {
+			return nil, nil // a job whose runtime is gone creates no pods
 		}
+		return view, err
 	}
-	return out
-}
-
-// quotaState is what a round of quota decisions in one namespace reads.
-type quotaState struct {
-	quotas  []corev1.ResourceQuota
-	holders []engine.Reservation
-	// unconfirmed counts the entries held on trust (reservations.Unconfirmed).
-	unconfirmed int
-}
-
-// quotaState reads, for the decisions of namespace ns, the ResourceQuotas (live)
-// and what is held against them: every entry of res, and TrainJobs that will
-// create pods but have no entry (admitted before mpiguard kept reservations, or
-// while its webhook was bypassed), each less the pods that exist.
-func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Namespace, res *v1alpha1.QuotaReservation) (quotaState, error) {
-	var pods corev1.PodList
-	if err := v.cluster.Reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return quotaState{}, fmt.Errorf("listing the pods of %q: %w", ns, err)
-	}
-	quotas, err := v.liveQuotas(ctx, ns)
-	if err != nil {
-		return quotaState{}, err
-	}
-	existing := reservations.ExistingPods(pods.Items)
-	holders := reservations.Holders(res, existing)
-	var jobs trainer.TrainJobList
-	if err := v.cluster.Reader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		return quotaState{}, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
-	}
-	for i := range jobs.Items {
-		other := &jobs.Items[i]
-		if reservations.Has(res, other.Name) || !reservations.StartsPods(other) {
-			continue
-		}
-		view, err := v.pipeline.RenderStored(ctx, v.cluster, other, nsc)
-		if err != nil {
-			if pipeline.IsRuntimeGone(err) {
-				// A job whose runtime is gone creates no pods: it holds nothing.
-				continue
-			}
-			return quotaState{}, fmt.Errorf("rendering TrainJob %s, which holds quota in %q: %w", other.Name, ns, err)
-		}
-		if parts := quota.Missing(quota.PartsOf(view, quotas), existing[other.Name]); len(parts) > 0 {
-			holders = append(holders, engine.Reservation{TrainJob: ns + "/" + other.Name, Parts: parts})
-		}
-	}
-	state := quotaState{quotas: quotas, holders: holders}
-	if v.maxUnconfirmed > 0 { // read only to enforce the cap
-		state.unconfirmed = reservations.Unconfirmed(res, jobs.Items)
-	}
-	return state, nil
-}
-
-// liveQuotas reads the namespace's ResourceQuotas with their status.used as
-// the apiserver holds it now: the cache names them, and each is read with a
-// GET, which the apiserver serves from etcd. A LIST would be served from the
-// apiserver's watch cache once it has caught up with etcd, which costs a
-// consistent read up to the apiserver's progress-request period (100 ms) on
-// every decision: measured, it made every create through mpiguard take
-// 100 ms instead of 10 ms. A quota created since the cache last heard is
-// missed, as it was when quotas were read from the cache alone.
-func (v Validator) liveQuotas(ctx context.Context, ns string) ([]corev1.ResourceQuota, error) {
-	var cached corev1.ResourceQuotaList
-	if err := v.cluster.Reader.List(ctx, &cached, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing the ResourceQuotas of %q: %w", ns, err)
-	}
-	out := make([]corev1.ResourceQuota, 0, len(cached.Items))
-	for i := range cached.Items {
-		var q corev1.ResourceQuota
-		err := v.cluster.Live.Get(ctx, client.ObjectKeyFromObject(&cached.Items[i]), &q)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue // deleted since
-		case err != nil:
-			return nil, fmt.Errorf("reading ResourceQuota %s/%s: %w", ns, cached.Items[i].Name, err)
-		}
-		out = append(out, q)
-	}
-	return out, nil
+	// Unconfirmed entries are counted only to enforce the cap.
+	return reservations.ReadState(ctx, v.cluster.Reader, v.cluster.Live, ns, res, renderStored, v.maxUnconfirmed > 0)
 }
 
 // entry is the reservation of an allowed request.

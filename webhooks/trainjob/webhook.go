@@ -17,10 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // Paths at which the webhooks are served; config/webhook is generated from the markers.
@@ -38,10 +36,9 @@ const DefaultMaxUnconfirmedReservations = 500
 
 // Options configures the TrainJob webhooks.
 type Options struct {
-	// Engine evaluates the policies; it is shared with the policy reloader.
-	Engine *engine.Engine
-	// Renderer renders TrainJobs; built once per process.
-	Renderer *render.Renderer
+	// Pipeline decides every request; its engine is shared with the policy
+	// reloader, the pipeline itself with audit.
+	Pipeline *pipeline.Pipeline
 	// ReservationGrace is how long a reservation is taken on trust before its
 	// TrainJob must exist (default 30s): a create that fails after admission,
 	// or a forged review, stops holding quota after it.
@@ -57,8 +54,8 @@ type Options struct {
 
 // SetupWithManager registers the TrainJob webhooks on the manager's webhook server.
 func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
-	if opts.Engine == nil || opts.Renderer == nil {
-		return fmt.Errorf("trainjob webhooks need a policy engine and a renderer")
+	if opts.Pipeline == nil {
+		return fmt.Errorf("trainjob webhooks need an admission pipeline")
 	}
 	if opts.ReservationGrace == 0 {
 		opts.ReservationGrace = 30 * time.Second
@@ -71,7 +68,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	a := &admitter{
 		cluster:        cluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
-		pipeline:       pipeline.New(opts.Renderer, opts.Engine),
+		pipeline:       opts.Pipeline,
 		grace:          opts.ReservationGrace,
 		maxUnconfirmed: opts.MaxUnconfirmedReservations,
 		reservations:   reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),

@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/mpiguard/mpiguard/networkpolicies"
+	"github.com/mpiguard/mpiguard/policies/audit"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
 	"github.com/mpiguard/mpiguard/runtimes/smoketest"
 	"github.com/mpiguard/mpiguard/webhooks/runtimetemplate"
@@ -19,6 +20,10 @@ type Options struct {
 	TrainJobWebhooks bool
 	// Policies configures the policy engine behind the TrainJob webhooks.
 	Policies PolicyOptions
+	// Audit judges stored TrainJobs and runtimes with the webhooks' policies
+	// and publishes openreports.io reports (needs TrainJobWebhooks: it
+	// shares their engine).
+	Audit audit.Options
 	// RuntimePublisher publishes the curated MPI ClusterTrainingRuntimes.
 	RuntimePublisher publisher.Options
 	// RuntimeTemplateWebhook validates MPI (Cluster)TrainingRuntime templates.
@@ -34,6 +39,7 @@ func DefaultOptions() Options {
 	return Options{
 		TrainJobWebhooks:       true,
 		Policies:               DefaultPolicyOptions(),
+		Audit:                  audit.DefaultOptions(),
 		RuntimePublisher:       publisher.DefaultOptions(),
 		RuntimeTemplateWebhook: true,
 		RuntimeTests:           smoketest.DefaultOptions(),
@@ -45,6 +51,8 @@ func DefaultOptions() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TrainJobWebhooks, "trainjob-webhooks", o.TrainJobWebhooks, "Serve the TrainJob admission webhooks.")
 	o.Policies.AddFlags(fs)
+	fs.BoolVar(&o.Audit.Enabled, "audit", o.Audit.Enabled, "Audit stored TrainJobs and runtimes with today's policies (on the elected leader) and publish openreports.io Reports; needs --trainjob-webhooks.")
+	fs.DurationVar(&o.Audit.Interval, "audit-interval", o.Audit.Interval, "Re-audit each namespace and the ClusterTrainingRuntimes this long after their last audit, besides the audits changes trigger.")
 	o.RuntimePublisher.AddFlags(fs)
 	fs.BoolVar(&o.RuntimeTemplateWebhook, "runtime-template-webhook", o.RuntimeTemplateWebhook, "Serve the (Cluster)TrainingRuntime MPI template webhook.")
 	o.RuntimeTests.AddFlags(fs)
@@ -54,7 +62,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Setup registers every enabled controller and webhook with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.TrainJobWebhooks {
-		if err := setupPolicies(ctx, mgr, opts.Policies); err != nil {
+		if err := setupPolicies(ctx, mgr, opts.Policies, opts.Audit); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +12,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/mpiguard/mpiguard/policies/audit"
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/policies/reload"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -73,8 +76,8 @@ func (o PolicyOptions) decisionLog() (io.Writer, error) {
 }
 
 // setupPolicies builds the renderer and the policy engine (once per process)
-// and serves the TrainJob webhooks with them.
-func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error {
+// and serves the TrainJob webhooks with them; audit judges with the same.
+func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options) error {
 	log, err := o.decisionLog()
 	if err != nil {
 		return err
@@ -105,5 +108,33 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions) error
 	if err != nil {
 		return err
 	}
-	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Engine: eng, Renderer: renderer, ReservationGrace: o.ReservationGrace, MaxUnconfirmedReservations: o.MaxUnconfirmedReservations, Namespace: o.Namespace})
+	// One pipeline: what the webhooks decide and what audit reports come
+	// from the same code and share its cache of stored jobs' renders.
+	p := pipeline.New(renderer, eng)
+	if err := setupAudit(mgr, p, loader, o.Namespace, ao); err != nil {
+		return err
+	}
+	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, ReservationGrace: o.ReservationGrace, MaxUnconfirmedReservations: o.MaxUnconfirmedReservations, Namespace: o.Namespace})
+}
+
+// setupAudit runs audit on the elected leader with the webhooks' pipeline,
+// re-auditing everything when the reloader loads a new policy set.
+// Without the Report CRDs audit is off and mpiguard still serves admission.
+func setupAudit(mgr ctrl.Manager, p *pipeline.Pipeline, loader *reload.Reconciler, ownNamespace string, o audit.Options) error {
+	if !o.Enabled {
+		return nil
+	}
+	// mpiguard's own namespace is never governed (config/webhook).
+	o.SkipNamespaces = append(o.SkipNamespaces, ownNamespace)
+	store := reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), nil, ownNamespace)
+	c, err := audit.SetupWithManager(mgr, p, store, o)
+	if errors.Is(err, audit.ErrNoReportCRDs) {
+		ctrl.Log.WithName("audit").Error(err, "audit disabled")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	loader.Loaded = c.PolicyLoaded
+	return nil
 }

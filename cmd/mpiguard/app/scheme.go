@@ -2,6 +2,7 @@ package app
 
 import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,6 +20,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	jobsetv1alpha2.AddToScheme,
 	runtimesv1alpha1.AddToScheme,
 	quotav1alpha1.AddToScheme,
+	reportsv1alpha1.AddToScheme,
 }
 
 // Scheme returns a new scheme with every API group mpiguard uses.
