@@ -20,7 +20,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	jobsetv1alpha2.AddToScheme,
 	runtimesv1alpha1.AddToScheme,
 	quotav1alpha1.AddToScheme,
-	reportsv1alpha1.AddToScheme,
+	reportsv1alpha1.Install,
 }
 
 // Scheme returns a new scheme with every API group mpiguard uses.
