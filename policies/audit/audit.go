@@ -103,6 +103,12 @@ func (a *Auditor) ClusterRuntimes(ctx context.Context) ([]Result, error) {
 	return out, nil
 }
 
+// QuotaState is the Cluster a job of ns that would start pods now is judged
+// with (quotaState): `mpiguard check --from-cluster` judges new jobs with it.
+func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, error) {
+	return a.quotaState(ctx, ns)
+}
+
 // quotaState is the Cluster waiting jobs of ns are judged with: the
 // namespace's quotas and what admitted jobs hold, read as the validating
 // webhook reads them for a resume (reservations.ReadState), so the numbers
