@@ -9,33 +9,21 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/policies/audit"
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 func init() { registerSubcommand(newAuditCommand) }
 
 type auditOptions struct {
-	kubeconfig  string
-	kubeContext string
-	namespace   string
-	all         bool
-	output      string
-	showPass    bool
-	mpiguardNS  string
-	policies    string
-	parameters  string
-	// restConfig, when set, replaces the kubeconfig lookup (tests hand in
-	// the envtest apiserver's config).
-	restConfig func() (*rest.Config, error)
+	liveFlags
+	namespace  string
+	all        bool
+	output     string
+	showPass   bool
+	policies   string
+	parameters string
 }
 
 func newAuditCommand() *cobra.Command {
@@ -68,35 +56,14 @@ read or an object could not be judged.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: as kubectl finds it)")
-	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context to use")
+	o.register(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace to audit (default: the context's namespace)")
 	f.BoolVarP(&o.all, "all-namespaces", "A", false, "audit every namespace and the ClusterTrainingRuntimes")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVar(&o.showPass, "show-pass", false, "also list passing results in the table")
-	f.StringVar(&o.mpiguardNS, "mpiguard-namespace", "mpiguard-system", "namespace mpiguard runs in (its reservations; never audited)")
 	f.StringVar(&o.policies, "policies", "", "directory of Rego policies to use instead of the embedded ones (its parameters.yaml, if any, is used)")
 	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
 	return cmd
-}
-
-func (o auditOptions) config() (*rest.Config, string, error) {
-	if o.restConfig != nil {
-		cfg, err := o.restConfig()
-		return cfg, "default", err
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext})
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the kubeconfig's namespace: %w", err)
-	}
-	return cfg, ns, nil
 }
 
 func runAudit(ctx context.Context, o auditOptions, stdout, stderr io.Writer) error {
@@ -111,31 +78,15 @@ func runAudit(ctx context.Context, o auditOptions, stdout, stderr io.Writer) err
 	if o.all && o.namespace != "" {
 		return &exitError{2, errors.New("--namespace and --all-namespaces exclude each other")}
 	}
-	cfg, defaultNS, err := o.config()
+	c, defaultNS, err := o.connect()
 	if err != nil {
 		return &exitError{2, err}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		return &exitError{2, fmt.Errorf("connecting to the cluster: %w", err)}
-	}
-	set, err := policySetFromFlags(o.policies, o.parameters)
+	ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-audit")
 	if err != nil {
 		return &exitError{2, err}
 	}
-	eng, err := engine.New(ctx, set, engine.Options{})
-	if err != nil {
-		return &exitError{2, err}
-	}
-	rnd, err := render.NewRenderer(ctx)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	a := &audit.Auditor{
-		Pipeline:     pipeline.New(rnd, eng),
-		Cluster:      pipeline.ClientCluster{Reader: c, Live: c},
-		Reservations: reservations.NewStore(c, c, nil, o.mpiguardNS),
-	}
+	a := o.auditor(c, ev)
 	namespaces := []string{o.namespace}
 	if o.namespace == "" && !o.all {
 		namespaces = []string{defaultNS}

@@ -26,6 +26,8 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) ExitCode() int { return e.code }
 
 type checkOptions struct {
+	liveFlags
+	fromCluster bool
 	files       []string
 	policies    string
 	parameters  string
@@ -47,10 +49,20 @@ policies as the webhooks (the same pipeline function): mutated first, then
 validated. TrainJobs earlier in the input that admission lets through and that
 start pods (not suspended) count against quotas, MPI or not.
 
+With --from-cluster the cluster is the live one kubectl would talk to
+(--kubeconfig, --context): its runtimes, namespaces, ResourceQuotas with their
+usage, what admitted jobs hold (mpiguard's reservations), LimitRanges and
+RuntimeClasses, read as the validating webhook reads them. Only the TrainJobs
+of the input are used; each is judged on its own, as if submitted now. A
+TrainJob without a namespace is in the context's namespace, as with kubectl.
+The policies are the embedded ones (or --policies/--parameters), not the ones
+a running mpiguard loaded from its ConfigMaps.
+
 Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 		Example: `  mpiguard check -f cluster.yaml -f jobs/
   kubectl get trainjob my-job -o yaml | mpiguard check -f cluster/ -f -
-  mpiguard check -f samples/ --show-patches -o json`,
+  mpiguard check -f samples/ --show-patches -o json
+  mpiguard check --from-cluster -f my-trainjob.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCheck(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -62,6 +74,8 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
 	f.BoolVar(&o.showPatches, "show-patches", false, "also print the mutations admission would apply")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.BoolVar(&o.fromCluster, "from-cluster", false, "judge the TrainJobs in the live cluster kubectl would talk to, not in the documents given")
+	o.register(f)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -72,10 +86,6 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	}
 	if o.output != "text" && o.output != "json" {
 		return &exitError{2, fmt.Errorf("--output %q: want text or json", o.output)}
-	}
-	set, err := policySetFromFlags(o.policies, o.parameters)
-	if err != nil {
-		return &exitError{2, err}
 	}
 	cluster := offline.NewCluster()
 	for _, f := range o.files {
@@ -89,15 +99,16 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if len(cluster.TrainJobs) == 0 {
 		return &exitError{2, errors.New("no TrainJob found in the input")}
 	}
-	eng, err := engine.New(ctx, set, engine.Options{})
+	ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-check")
 	if err != nil {
 		return &exitError{2, err}
 	}
-	rnd, err := render.NewRenderer(ctx)
-	if err != nil {
-		return &exitError{2, err}
+	var results []offline.Result
+	if o.fromCluster {
+		results, err = o.checkInCluster(ctx, ev, cluster, stderr)
+	} else {
+		results, err = ev.Evaluate(ctx, cluster)
 	}
-	results, err := (&offline.Evaluator{Engine: eng, Renderer: rnd, User: "mpiguard-check"}).Evaluate(ctx, cluster)
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -113,6 +124,42 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code])}
 	}
 	return nil
+}
+
+// checkInCluster judges the input's TrainJobs in the live cluster.
+func (o checkOptions) checkInCluster(ctx context.Context, ev *offline.Evaluator, docs *offline.Cluster, stderr io.Writer) ([]offline.Result, error) {
+	if n := len(docs.Namespaces) + len(docs.Quotas) + len(docs.LimitRanges) + len(docs.RuntimeClasses) + len(docs.ClusterRuntimes) + len(docs.Runtimes); n > 0 {
+		fmt.Fprintf(stderr, "note: --from-cluster: %d non-TrainJob documents ignored (the live cluster's objects are used)\n", n)
+	}
+	c, contextNS, err := o.connect()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range docs.TrainJobs {
+		if s.Unnamespaced {
+			s.TrainJob.Namespace = contextNS
+		}
+	}
+	return ev.EvaluateLive(ctx, docs.TrainJobs, o.auditor(c, ev).QuotaState)
+}
+
+// evaluatorFromFlags runs the policies of --policies/--parameters (the
+// embedded ones by default) through the admission pipeline; user names the
+// requester in decisions.
+func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (*offline.Evaluator, error) {
+	set, err := policySetFromFlags(dir, parametersFile)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(ctx, set, engine.Options{})
+	if err != nil {
+		return nil, err
+	}
+	rnd, err := render.NewRenderer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &offline.Evaluator{Engine: eng, Renderer: rnd, User: user}, nil
 }
 
 // policySetFromFlags returns the embedded policy set, or the one of --policies,

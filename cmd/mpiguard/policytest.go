@@ -10,9 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpiguard/mpiguard/policies"
-	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/offline"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 func init() { registerSubcommand(newPolicyCommand) }
@@ -88,19 +86,11 @@ func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer)
 		}
 	}
 
-	set, err := policySetFromFlags(dir, "")
+	ev, err := evaluatorFromFlags(ctx, dir, "", "mpiguard-policy-test")
 	if err != nil {
 		return &exitError{2, err}
 	}
-	eng, err := engine.New(ctx, set, engine.Options{})
-	if err != nil {
-		return &exitError{2, err}
-	}
-	rnd, err := render.NewRenderer(ctx)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	cases, err := offline.RunSamples(ctx, fsys, &offline.Evaluator{Engine: eng, Renderer: rnd, User: "mpiguard-policy-test"})
+	cases, err := offline.RunSamples(ctx, fsys, ev)
 	if err != nil {
 		return &exitError{2, err}
 	}

@@ -10,6 +10,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	reports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,6 +43,7 @@ import (
 // What it judges, and what a judgement reads (the webhooks read the same).
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs;clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces;resourcequotas;limitranges;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 
 // ControllerName names the controller in logs and metrics and as the
 // reporter of its events.
@@ -149,6 +151,9 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 		Watches(&corev1.LimitRange{}, own).
 		Watches(&trainer.TrainingRuntime{}, own).
 		Watches(&trainer.ClusterTrainingRuntime{}, c.debounced(c.clusterRuntimeChanged)).
+		// A RuntimeClass's overhead is charged to every pod that names it:
+		// a job waiting for pods may no longer fit its quotas.
+		Watches(&nodev1.RuntimeClass{}, c.debounced(c.namespacesWithJobs)).
 		// A QuotaReservation is named after the namespace it holds quota in.
 		Watches(&quotav1alpha1.QuotaReservation{}, c.debounced(func(_ context.Context, o client.Object) []string { return []string{o.GetName()} })).
 		WatchesRawSource(source.Func(c.start)).
@@ -302,6 +307,25 @@ func (c *Controller) clusterRuntimeChanged(ctx context.Context, o client.Object)
 		if ref.Name == o.GetName() && ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind) == trainer.ClusterTrainingRuntimeKind && !seen[jobs.Items[i].Namespace] {
 			seen[jobs.Items[i].Namespace] = true
 			out = append(out, jobs.Items[i].Namespace)
+		}
+	}
+	return out
+}
+
+// namespacesWithJobs: every namespace with a TrainJob (a RuntimeClass may be
+// named by any pod template, so any job may be charged differently now).
+func (c *Controller) namespacesWithJobs(ctx context.Context, _ client.Object) []string {
+	var jobs trainer.TrainJobList
+	if err := c.reader.List(ctx, &jobs); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing TrainJobs to audit after a RuntimeClass change; the interval audits them")
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for i := range jobs.Items {
+		if ns := jobs.Items[i].Namespace; !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
 		}
 	}
 	return out

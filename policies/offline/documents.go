@@ -48,6 +48,9 @@ type Cluster struct {
 type SourcedTrainJob struct {
 	TrainJob *trainer.TrainJob
 	Source   string
+	// Unnamespaced says the document named no namespace (TrainJob has
+	// "default"; check --from-cluster uses the kubeconfig's, as kubectl).
+	Unnamespaced bool
 }
 
 // InputError is unreadable or invalid input: which file (and document) and why.
@@ -187,8 +190,10 @@ func (c *Cluster) add(source string, doc []byte) error {
 		return fmt.Errorf("invalid %s: %w", meta.Kind, err)
 	}
 	// What the apiserver would refuse is refused here too (validate.go).
+	unnamespaced := false
 	switch o := obj.(type) {
 	case *trainer.TrainJob:
+		unnamespaced = o.Namespace == ""
 		defaultNamespace(&o.Namespace)
 		err = validateTrainer(meta.Kind, o.Namespace, js)
 	case *trainer.TrainingRuntime:
@@ -237,7 +242,7 @@ func (c *Cluster) add(source string, doc []byte) error {
 		if o.Name == "" {
 			return errors.New("TrainJob has no metadata.name")
 		}
-		c.TrainJobs = append(c.TrainJobs, SourcedTrainJob{TrainJob: o, Source: source})
+		c.TrainJobs = append(c.TrainJobs, SourcedTrainJob{TrainJob: o, Source: source, Unnamespaced: unnamespaced})
 	default:
 		// A kind the scheme knows (a Pod, a Secret) that no decision reads.
 		c.Ignored = append(c.Ignored, fmt.Sprintf("%s: %s %s", source, meta.APIVersion, meta.Kind))

@@ -56,7 +56,6 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	results := make([]Result, 0, len(c.TrainJobs))
 	for _, s := range c.TrainJobs {
 		tj := s.TrainJob
-		res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
 		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
 		v, err := p.Run(ctx, reader, req, pipeline.Admit)
 		if err == nil && v.Governed && pipeline.StartsPods(req) {
@@ -64,24 +63,32 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 			// deciding; one it cannot render fails the decision.
 			err = reader.unrenderable[tj.Namespace]
 		}
-		switch {
-		case err != nil:
-			res.Error = err.Error()
-		case v.Governed:
-			res.Governed, res.Allowed = true, v.Allowed()
-			res.Mutations = v.Mutation.Changes
-			if len(v.Decision.Violations) > 0 {
-				res.Violations = v.Decision.Violations
-			}
-		default:
-			res.Allowed = true
-		}
+		res := resultOf(s, v, err)
 		if res.Error == "" && res.Allowed && pipeline.StartsPods(req) {
 			reader.hold(ctx, p, tj, v)
 		}
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// resultOf is what the pipeline made of job s: its verdict v, or err.
+func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
+	tj := s.TrainJob
+	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
+	switch {
+	case err != nil:
+		res.Error = err.Error()
+	case v.Governed:
+		res.Governed, res.Allowed = true, v.Allowed()
+		res.Mutations = v.Mutation.Changes
+		if len(v.Decision.Violations) > 0 {
+			res.Violations = v.Decision.Violations
+		}
+	default:
+		res.Allowed = true
+	}
+	return res
 }
 
 // NewReader is the cluster the documents describe, as the pipeline reads it,

@@ -1,0 +1,106 @@
+package reservations
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/policies/render"
+)
+
+// podsView renders every job as a launcher and `node` replicated job of
+// pods pods each, charged one pod apiece.
+func podsView(launcher, workers int32) *render.JobView {
+	part := func(name string, n int32) render.ReplicatedJobView {
+		return render.ReplicatedJobView{Name: name, Pods: n, PerPod: render.Charge{Pods: 1}}
+	}
+	return &render.JobView{ReplicatedJobs: []render.ReplicatedJobView{part("launcher", launcher), part("node", workers)}}
+}
+
+func stateJob(name string, suspend bool) *trainer.TrainJob {
+	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}, Spec: trainer.TrainJobSpec{Suspend: ptr.To(suspend)}}
+}
+
+func TestReadState(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quotaQ := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "q"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("20")}},
+		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"pods": resource.MustParse("2")}},
+	}
+	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{entry("reserved", 3)}}}
+	objects := []client.Object{
+		quotaQ,
+		stateJob("reserved", false),   // its entry holds it: not rendered again
+		stateJob("unreserved", false), // starts pods without an entry: rendered, held
+		stateJob("half-started", false),
+		stateJob("suspended", true), // starts nothing
+	}
+	for i, rj := range []string{"launcher", "node"} {
+		p := pod(i, "half-started", rj, corev1.PodRunning)
+		p.Namespace = "team-a"
+		objects = append(objects, &p)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+	var rendered []string
+	renderStored := func(_ context.Context, job *trainer.TrainJob) (*render.JobView, error) {
+		rendered = append(rendered, job.Name)
+		return podsView(1, 2), nil
+	}
+
+	state, err := ReadState(context.Background(), c, c, "team-a", res, renderStored, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int32{
+		"team-a/reserved":     {1, 3}, // the entry, no pod exists
+		"team-a/unreserved":   {1, 2}, // rendered: nothing of it exists
+		"team-a/half-started": {1},    // one Worker of two exists; the launcher runs
+	}
+	if d := cmp.Diff(want, heldPods(state.Holders)); d != "" {
+		t.Errorf("holders (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"half-started", "unreserved"}, rendered); d != "" {
+		t.Errorf("rendered (-want +got): only jobs that start pods without an entry\n%s", d)
+	}
+	if len(state.Quotas) != 1 || state.Quotas[0].Status.Used.Pods().Value() != 2 {
+		t.Errorf("quotas: want q with status.used as stored, got %+v", state.Quotas)
+	}
+
+	t.Run("a job that cannot be rendered fails the read, naming it", func(t *testing.T) {
+		_, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
+			return nil, errors.New("runtime broken")
+		}, false)
+		if err == nil || !strings.Contains(err.Error(), `TrainJob half-started, which holds quota in "team-a": runtime broken`) {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("a job whose runtime is gone holds nothing", func(t *testing.T) {
+		state, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
+			return nil, nil
+		}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(map[string][]int32{"team-a/reserved": {1, 3}}, heldPods(state.Holders)); d != "" {
+			t.Errorf("holders (-want +got):\n%s", d)
+		}
+	})
+}
