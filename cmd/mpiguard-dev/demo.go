@@ -8,6 +8,7 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	reports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpiguard/mpiguard/policies/audit"
 	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
@@ -37,6 +39,7 @@ var demoSteps = []func(context.Context, *framework.Env) error{
 	showAdmission,
 	showReservation,
 	showNetworkPolicy,
+	showAudit,
 }
 
 // showRuntimes lists the ClusterTrainingRuntimes once the publisher has applied them.
@@ -197,6 +200,58 @@ func showNetworkPolicy(ctx context.Context, env *framework.Env) error {
 	np.ManagedFields = nil
 	out, _ := yaml.Marshal(np)
 	say("NetworkPolicy mpiguard created for MPI TrainJob %s:\n%s", key, indent(string(out), "    "))
+	return nil
+}
+
+// demoCompliancePolicy is the policy the audit step pushes at run time: at
+// most 1 Worker per TrainJob, which the admitted resnet-2x4 (2 Workers) now
+// breaks.
+const demoCompliancePolicy = `package mpiguard.policies.compliance_max_workers
+
+deny contains {"field": "spec.trainer.numNodes", "msg": msg} if {
+	input.job.numNodes > 1
+	msg := sprintf("compliance: at most 1 Worker per TrainJob, this one has %d; set spec.trainer.numNodes to 1", [input.job.numNodes])
+}
+`
+
+// showAudit tightens a policy at run time, as a compliance team would, and
+// prints the team-a Report the audit publishes: the stored job that now
+// breaks it, with the message admission would give.
+func showAudit(ctx context.Context, env *framework.Env) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: "compliance-max-workers", Labels: map[string]string{"mpiguard.io/policy": "rego"}},
+		Data:       map[string]string{"max_workers.rego": demoCompliancePolicy},
+	}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		return err
+	}
+	say("policy tightened at run time: ConfigMap %s/%s (label mpiguard.io/policy=rego) allows at most 1 Worker per TrainJob", cm.Namespace, cm.Name)
+	var r reports.Report
+	key := client.ObjectKey{Namespace: "team-a", Name: audit.ReportName}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, key, &r); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, res := range r.Results {
+			if res.Policy == "compliance-max-workers" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		say("the audit did not report on the new policy within 60s: %v", err)
+		return nil
+	}
+	say("the audit re-judged what is stored; Report %s (kubectl get reports -n team-a), violations and warnings:", key)
+	fmt.Printf("    %-28s %-24s %-6s %s\n", "OBJECT", "POLICY", "RESULT", "MESSAGE")
+	for _, res := range r.Results {
+		if res.Result == reports.Result(audit.Pass) || len(res.Subjects) == 0 {
+			continue
+		}
+		fmt.Printf("    %-28s %-24s %-6s %s\n", res.Subjects[0].Kind+"/"+res.Subjects[0].Name, res.Policy, res.Result, res.Description)
+	}
+	fmt.Printf("    summary: %d pass, %d fail, %d warn, %d error\n", r.Summary.Pass, r.Summary.Fail, r.Summary.Warn, r.Summary.Error)
 	return nil
 }
 
