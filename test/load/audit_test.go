@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,8 @@ deny contains {"field": "spec.trainer.numNodes", "msg": msg} if {
 // Reports), the time from the policy's ConfigMap to every namespace's
 // violations counted, the Go heap the audit adds on top of the manager at
 // rest, and that a change in one namespace re-audits only that namespace.
-// MPIGUARD_AUDIT_JOBS (10000) and MPIGUARD_AUDIT_NAMESPACES (100) size it.
+// MPIGUARD_AUDIT_JOBS (10000) and MPIGUARD_AUDIT_NAMESPACES (100) size it;
+// MPIGUARD_AUDIT_CPUPROFILE=FILE profiles the full audit.
 // Run once: go test -run '^$' -bench Audit -benchtime 1x -timeout 60m ./test/load/
 func BenchmarkAudit(b *testing.B) {
 	ctx := context.Background()
@@ -96,6 +98,7 @@ func BenchmarkAudit(b *testing.B) {
 			Data:       map[string]string{"max_workers.rego": auditPolicy},
 		}
 		peak := sampleHeap()
+		stopProfile := cpuProfile(b, os.Getenv("MPIGUARD_AUDIT_CPUPROFILE"))
 		start := time.Now()
 		must(b, env.Client.Create(ctx, cm))
 		wantViolations := float64(namespaces * (perNS / 10))
@@ -103,6 +106,7 @@ func BenchmarkAudit(b *testing.B) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		took := time.Since(start)
+		stopProfile()
 		peakHeap := peak()
 		retained := heapAfterGC()
 		b.ReportMetric(took.Seconds(), "full-audit-s")
@@ -259,6 +263,21 @@ func sampleHeap() func() uint64 {
 		close(done)
 		<-stopped
 		return peak.Load()
+	}
+}
+
+// cpuProfile profiles the process into path (none when empty) until the
+// returned function is called: the full audit alone, not the setup.
+func cpuProfile(b *testing.B, path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	must(b, err)
+	must(b, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		must(b, f.Close())
 	}
 }
 
