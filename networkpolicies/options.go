@@ -2,7 +2,6 @@ package networkpolicies
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -15,6 +14,9 @@ const (
 	// DefaultDNSNamespace and the kube-dns label are what kubeadm, kind, GKE, EKS
 	// and AKS use for cluster DNS (CoreDNS keeps the k8s-app=kube-dns label).
 	DefaultDNSNamespace = "kube-system"
+	// DefaultDNSPort is where those DNS pods listen. OpenShift's listen on 5353
+	// behind a Service on 53 (docs/networkpolicies.md, "DNS").
+	DefaultDNSPort int32 = 53
 )
 
 // DefaultWorkerPorts is the range the restricted template opens between the job's
@@ -43,9 +45,13 @@ type Options struct {
 	// image registry or object store, in ParseEgress syntax.
 	ExtraEgress []EgressRule
 	// DNSNamespace and DNSPodLabels select the cluster DNS pods that every policy
-	// lets the job reach on UDP and TCP 53.
+	// lets the job reach on UDP and TCP DNSPorts.
 	DNSNamespace string
 	DNSPodLabels map[string]string
+	// DNSPorts are the ports the DNS pods listen on, each opened on UDP and TCP.
+	// They are the pods' ports, not the DNS Service's: a NetworkPolicy rule that
+	// names pods matches the traffic after the Service address was translated.
+	DNSPorts []int32
 	// MaxConcurrentReconciles bounds parallel reconciles; 0 means 4.
 	MaxConcurrentReconciles int
 }
@@ -70,6 +76,9 @@ func (o Options) withDefaults() Options {
 	if len(o.DNSPodLabels) == 0 {
 		o.DNSPodLabels = DefaultDNSPodLabels()
 	}
+	if len(o.DNSPorts) == 0 {
+		o.DNSPorts = []int32{DefaultDNSPort}
+	}
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = 4
 	}
@@ -92,6 +101,9 @@ func (o Options) validate() error {
 	if o.WorkerPorts.Start < 1 || o.WorkerPorts.Start > 65535 || o.WorkerPorts.End > 65535 ||
 		(o.WorkerPorts.End != 0 && o.WorkerPorts.End < o.WorkerPorts.Start) {
 		return fmt.Errorf("networkpolicies: worker port range %s is not within 1-65535 low-high", o.WorkerPorts)
+	}
+	if err := validateDNS(o.DNSNamespace, o.DNSPodLabels, o.DNSPorts); err != nil {
+		return fmt.Errorf("networkpolicies: DNS: %w", err)
 	}
 	if o.MaxConcurrentReconciles < 0 {
 		return fmt.Errorf("networkpolicies: MaxConcurrentReconciles %d is negative", o.MaxConcurrentReconciles)
@@ -133,21 +145,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			return err
 		})
 	fs.Func("network-policy-dns",
-		fmt.Sprintf("cluster DNS pods as namespace/key=value[,key=value] (default %s/k8s-app=kube-dns)", DefaultDNSNamespace),
+		fmt.Sprintf("cluster DNS pods as namespace/key=value[,key=value] (default %s/k8s-app=kube-dns; "+
+			"OpenShift: openshift-dns/dns.operator.openshift.io/daemonset-dns=default)", DefaultDNSNamespace),
 		func(s string) error {
-			ns, sel, ok := strings.Cut(s, "/")
-			if !ok || ns == "" || sel == "" {
-				return fmt.Errorf("%q is not namespace/key=value[,key=value]", s)
-			}
-			labels := map[string]string{}
-			for _, kv := range strings.Split(sel, ",") {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("%q: %q is not key=value", s, kv)
-				}
-				labels[k] = v
-			}
+			ns, labels, err := ParseDNSPods(s)
 			o.DNSNamespace, o.DNSPodLabels = ns, labels
-			return nil
+			return err
+		})
+	fs.Func("network-policy-dns-ports",
+		fmt.Sprintf("comma-separated ports the cluster DNS pods listen on, each opened on UDP and TCP (default %d; OpenShift: 5353)", DefaultDNSPort),
+		func(s string) error {
+			ports, err := ParsePorts(s)
+			o.DNSPorts = ports
+			return err
 		})
 }

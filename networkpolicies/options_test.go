@@ -36,7 +36,26 @@ func TestAddFlags(t *testing.T) {
 				DNSNamespace: "dns", DNSPodLabels: labels("app", "coredns", "tier", "infra"),
 			},
 		},
+		"OpenShift DNS: openshift-dns pods by their daemonset label, on 5353": {
+			args: []string{
+				"--network-policy-dns=openshift-dns/dns.operator.openshift.io/daemonset-dns=default",
+				"--network-policy-dns-ports=5353",
+			},
+			want: Options{
+				Enabled:      true,
+				DNSNamespace: "openshift-dns", DNSPodLabels: labels("dns.operator.openshift.io/daemonset-dns", "default"),
+				DNSPorts: []int32{5353},
+			},
+		},
+		"several DNS ports, a repeat kept once": {
+			args: []string{"--network-policy-dns-ports=53, 5353,53"},
+			want: Options{Enabled: true, DNSPorts: []int32{53, 5353}},
+		},
 		"bad template":    {args: []string{"--network-policy-default-template=open"}, wantErr: true},
+		"bad dns port":    {args: []string{"--network-policy-dns-ports=53,dns"}, wantErr: true},
+		"no dns port":     {args: []string{"--network-policy-dns-ports="}, wantErr: true},
+		"bad dns label":   {args: []string{"--network-policy-dns=kube-system/k8s app=kube-dns"}, wantErr: true},
+		"bad dns ns":      {args: []string{"--network-policy-dns=Kube_System/k8s-app=kube-dns"}, wantErr: true},
 		"bad egress":      {args: []string{"--network-policy-extra-egress=minio:9000"}, wantErr: true},
 		"bad dns":         {args: []string{"--network-policy-dns=kube-dns"}, wantErr: true},
 		"bad worker port": {args: []string{"--network-policy-worker-ports=0-10"}, wantErr: true},

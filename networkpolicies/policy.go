@@ -109,16 +109,21 @@ func jobRolePods(jobName, replicatedJob string) *metav1.LabelSelector {
 	}}
 }
 
+// dnsRule lets the job reach the cluster DNS pods on each DNS port, over UDP
+// and over TCP (answers too large for UDP are retried over TCP).
 func dnsRule(opts Options) networkingv1.NetworkPolicyEgressRule {
+	ports := make([]networkingv1.NetworkPolicyPort, 0, 2*len(opts.DNSPorts))
+	for _, p := range opts.DNSPorts {
+		ports = append(ports,
+			networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(p))},
+			networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(p))})
+	}
 	return networkingv1.NetworkPolicyEgressRule{
 		To: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{namespaceNameLabel: opts.DNSNamespace}},
 			PodSelector:       &metav1.LabelSelector{MatchLabels: opts.DNSPodLabels},
 		}},
-		Ports: []networkingv1.NetworkPolicyPort{
-			{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(53))},
-			{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(53))},
-		},
+		Ports: ports,
 	}
 }
 

@@ -184,6 +184,32 @@ func TestDesiredPolicy(t *testing.T) {
 				},
 			},
 		},
+		"OpenShift DNS: openshift-dns pods by their daemonset label, on every DNS port over UDP and TCP": {
+			settings: Settings{Template: TemplateJobIsolated, SSHPort: 2222, WorkerPorts: PortRange{50000, 50999}},
+			opts: &Options{DNSNamespace: "openshift-dns", DNSPodLabels: labels("dns.operator.openshift.io/daemonset-dns", "default"),
+				DNSPorts: []int32{5353, 53}},
+			want: &networkingv1.NetworkPolicy{
+				TypeMeta: npTypeMeta, ObjectMeta: wantMeta("job-isolated"),
+				Spec: networkingv1.NetworkPolicySpec{
+					PodSelector: metav1.LabelSelector{MatchLabels: labels(jobLabel, "pi")},
+					PolicyTypes: bothTypes,
+					Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{wantJobPeer}}},
+					Egress: []networkingv1.NetworkPolicyEgressRule{
+						{To: []networkingv1.NetworkPolicyPeer{wantJobPeer}},
+						{
+							To: []networkingv1.NetworkPolicyPeer{{
+								NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels("kubernetes.io/metadata.name", "openshift-dns")},
+								PodSelector:       &metav1.LabelSelector{MatchLabels: labels("dns.operator.openshift.io/daemonset-dns", "default")},
+							}},
+							Ports: []networkingv1.NetworkPolicyPort{
+								port(corev1.ProtocolUDP, 5353, nil), port(corev1.ProtocolTCP, 5353, nil),
+								port(corev1.ProtocolUDP, 53, nil), port(corev1.ProtocolTCP, 53, nil),
+							},
+						},
+					},
+				},
+			},
+		},
 		"off: no policy": {
 			settings: Settings{Template: TemplateOff, SSHPort: 2222, WorkerPorts: PortRange{50000, 50999}},
 			want:     nil,

@@ -197,6 +197,13 @@ func TestOptionsValidate(t *testing.T) {
 			wantErr: "networkpolicies: worker port range 9000-8000 is not within 1-65535 low-high"},
 		"port too big": {opts: Options{SSHPort: 70000},
 			wantErr: "networkpolicies: sshd port 70000 is outside 1-65535"},
+		"OpenShift DNS is valid": {opts: Options{DNSNamespace: "openshift-dns",
+			DNSPodLabels: labels("dns.operator.openshift.io/daemonset-dns", "default"), DNSPorts: []int32{5353}}},
+		"bad DNS target": {opts: Options{DNSNamespace: "Kube_System", DNSPodLabels: labels("k8s app", "kube dns"), DNSPorts: []int32{0, 53}},
+			wantErr: "networkpolicies: DNS: " + `namespace "Kube_System": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')` + "\n" +
+				`label key "k8s app": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')` + "\n" +
+				`label k8s app value "kube dns": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')` + "\n" +
+				"port 0 is outside 1-65535"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
