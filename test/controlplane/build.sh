@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from source through the Go module proxy into a
-# version-keyed cache folder outside the clone, so that envtest has a real control
-# plane without any prebuilt download (setup-envtest cannot reach its bucket here).
+# Builds kube-apiserver, kube-controller-manager, kubectl and etcd from source through the
+# Go module proxy into a version-keyed cache folder outside the clone, so that
+# envtest has a real control plane without any prebuilt download (setup-envtest
+# cannot reach its bucket here). kube-controller-manager is optional for a test:
+# the framework runs it (only the controllers a suite asks for) when a suite
+# needs Jobs to really create pods. kubectl is for the install suite, which runs
+# the README's `make deploy` commands (they pipe into kubectl) as written.
 #
-# Usage: build.sh            -> prints the folder that holds kube-apiserver and etcd
+# Usage: build.sh            -> prints the folder that holds the binaries
 # Env:   KUBE_VERSION, ETCD_VERSION, MPIGUARD_CACHE (default ~/.cache/mpiguard)
 set -euo pipefail
 
@@ -16,11 +20,21 @@ STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
 log() { echo "[controlplane] $*" >&2; }
 
 have() { # binary exists and reports the expected version
-  local bin="$1" want="$2"
-  [ -x "$OUT/$bin" ] && "$OUT/$bin" --version 2>/dev/null | grep -q -- "$want"
+  local bin="$1" want="$2" flag=--version
+  [ "$bin" = kubectl ] && flag="version --client"
+  # shellcheck disable=SC2086 # flag is two words for kubectl
+  [ -x "$OUT/$bin" ] && "$OUT/$bin" $flag 2>/dev/null | grep -q -- "$want"
 }
 
-if have kube-apiserver "$KUBE_VERSION" && have etcd "${ETCD_VERSION#v}"; then
+# Built from one k8s.io/kubernetes module graph, in one go build: they share
+# most packages, so kube-controller-manager adds little to a cold build.
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kubectl)
+missing=()
+for bin in "${KUBE_BINARIES[@]}"; do
+  have "$bin" "$KUBE_VERSION" || missing+=("$bin")
+done
+
+if [ ${#missing[@]} -eq 0 ] && have etcd "${ETCD_VERSION#v}"; then
   echo "$OUT"
   exit 0
 fi
@@ -30,24 +44,22 @@ export CGO_ENABLED=0 GOFLAGS="-mod=mod" GOWORK=off
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-if ! have kube-apiserver "$KUBE_VERSION"; then
-  log "building kube-apiserver $KUBE_VERSION from source (cold: ~6-8 min on 2 cores; warm: seconds)"
-  mkdir -p "$work/apiserver"
-  cd "$work/apiserver"
+if [ ${#missing[@]} -gt 0 ]; then
+  log "building ${missing[*]} $KUBE_VERSION from source (cold: ~6-8 min for kube-apiserver on 2 cores, kube-controller-manager ~2 min more; warm: seconds)"
+  mkdir -p "$work/kubernetes"
+  cd "$work/kubernetes"
   cat > go.mod <<MOD
-module mpiguard.local/kube-apiserver-wrapper
+module mpiguard.local/kubernetes-wrapper
 
 go 1.26
 
 require k8s.io/kubernetes $KUBE_VERSION
 MOD
-  cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
-GO
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for bin in "${KUBE_BINARIES[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$bin"; done
+    printf ')\n'
+  } > tools.go
   log "resolving k8s.io/kubernetes $KUBE_VERSION module graph"
   go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" >/dev/null
   kdir="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
@@ -59,12 +71,17 @@ GO
   go mod tidy -e >/dev/null 2>&1 || true
   log "downloading modules"
   go mod download 2>&1 | sed 's/^/[controlplane]   /' >&2 || true
-  log "compiling kube-apiserver"
+  log "compiling ${missing[*]}"
+  pkgs=()
+  for bin in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$bin"); done
+  mkdir -p "$work/bin"
   go build -trimpath -tags tools \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)" \
-    -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
-  log "kube-apiserver ready: $("$OUT/kube-apiserver" --version)"
+    -o "$work/bin/" "${pkgs[@]}"
+  for bin in "${missing[@]}"; do
+    mv "$work/bin/$bin" "$OUT/$bin.tmp" && mv "$OUT/$bin.tmp" "$OUT/$bin"
+    log "$bin ready: $(have "$bin" "$KUBE_VERSION" && echo "$KUBE_VERSION")"
+  done
 fi
 
 if ! have etcd "${ETCD_VERSION#v}"; then
