@@ -36,7 +36,8 @@ policy: its .rego, _test.rego and samples/):
      without tests fails;
   2. every sample through the real renderer and engine, compared with its .want
      file; allowed-*.yaml must be allowed, denied-*.yaml must be denied by the
-     folder's own policy, and every folder needs both, so a policy that matches
+     folder's own policy (warned-*.yaml: allowed with its warning, for a policy
+     that only warns), and every folder needs both, so a policy that matches
      nothing fails.
 
 Exit status: 0 all pass, 1 any failure, 2 the policies cannot be loaded.`,

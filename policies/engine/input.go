@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/mpiguard/mpiguard/policies/podsecurity"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/runtimes/constraints"
@@ -51,6 +52,7 @@ type trainJobInput struct {
 	// NumNodes and NumProcPerNode are spec.trainer's as written; absent when unset.
 	NumNodes             *int32     `json:"numNodes,omitempty"`
 	NumProcPerNode       *int32     `json:"numProcPerNode,omitempty"`
+	Image                *string    `json:"image,omitempty"` // spec.trainer.image; absent when unset
 	Env                  []envInput `json:"env"`
 	RuntimePatchManagers []string   `json:"runtimePatchManagers"`
 	// MpiguardEntries are the entries under mpiguard's manager as the
@@ -85,6 +87,10 @@ type jobInput struct {
 	Workers  *replicatedJobInput `json:"workers,omitempty"`
 	Total    chargeInput         `json:"total"`
 	Problems []problemInput      `json:"problems"` // the rendered-pods policy denies them
+	// PodSecurity is how the namespace's Pod Security levels judge the
+	// rendered pods (policies/podsecurity); the pod-security policy
+	// denies and warns on it.
+	PodSecurity podsecurity.Result `json:"podSecurity"`
 }
 
 type replicatedJobInput struct {
@@ -98,6 +104,8 @@ type replicatedJobInput struct {
 	Annotations               map[string]string         `json:"annotations"`
 	NodeSelector              map[string]string         `json:"nodeSelector"`
 	RequiredNodeSelectorTerms []corev1.NodeSelectorTerm `json:"requiredNodeSelectorTerms"`
+	// Images is the image of each container (not init containers), by name.
+	Images map[string]string `json:"images"`
 	// Requested are the labels and annotations as the runtime and every
 	// runtime patch but mpiguard's own entry make them.
 	Requested struct {
@@ -162,6 +170,7 @@ func buildInput(req *Request, params map[string]any) *input {
 	if ns := req.Namespace; ns != nil {
 		in.Namespace = metaInput{Name: ns.Name, Labels: strings0(ns.Labels), Annotations: strings0(ns.Annotations)}
 	}
+	in.Job.PodSecurity = podSecurityOf(req.View, in.Namespace.Labels)
 	if req.OldTrainJob != nil {
 		old := trainJobOf(req.OldTrainJob, nil)
 		in.OldTrainJob = &old
@@ -182,7 +191,7 @@ func trainJobOf(tj *trainer.TrainJob, entries []ownEntry) trainJobInput {
 		MpiguardEntries:       []entryInput{},
 	}
 	if t := tj.Spec.Trainer; t != nil {
-		out.NumNodes, out.NumProcPerNode = t.NumNodes, t.NumProcPerNode
+		out.NumNodes, out.NumProcPerNode, out.Image = t.NumNodes, t.NumProcPerNode, t.Image
 	}
 	for _, p := range tj.Spec.RuntimePatches {
 		out.RuntimePatchManagers = append(out.RuntimePatchManagers, p.Manager)
@@ -261,6 +270,10 @@ func replicatedJobOf(rj *render.ReplicatedJobView) replicatedJobInput {
 		Annotations:               strings0(rj.PodTemplate.Annotations),
 		NodeSelector:              strings0(spec.NodeSelector),
 		RequiredNodeSelectorTerms: []corev1.NodeSelectorTerm{},
+		Images:                    make(map[string]string, len(spec.Containers)),
+	}
+	for _, c := range spec.Containers {
+		out.Images[c.Name] = c.Image
 	}
 	// Without mpiguard's entry, what was asked for is the effective metadata.
 	out.Requested.Labels, out.Requested.Annotations = out.Labels, out.Annotations
@@ -271,6 +284,23 @@ func replicatedJobOf(rj *render.ReplicatedJobView) replicatedJobInput {
 		out.RequiredNodeSelectorTerms = list(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
 	}
 	return out
+}
+
+// podSecurityOf judges the rendered pods under the namespace's Pod Security
+// labels, each reported at its replicated job's pod spec in the rendered
+// JobSet (the paths input.job.problems uses).
+func podSecurityOf(v *render.JobView, nsLabels map[string]string) podsecurity.Result {
+	pods := make([]podsecurity.Pod, len(v.ReplicatedJobs))
+	for i := range v.ReplicatedJobs {
+		rj := &v.ReplicatedJobs[i]
+		pods[i] = podsecurity.Pod{
+			ReplicatedJob: rj.Name,
+			Role:          string(rj.Role),
+			Field:         "spec.replicatedJobs[" + rj.Name + "].template.spec.template.spec",
+			Template:      &rj.PodTemplate,
+		}
+	}
+	return podsecurity.Evaluate(nsLabels, pods)
 }
 
 func chargeOf(c *render.Charge) chargeInput {

@@ -22,8 +22,16 @@ func TestInputDocument(t *testing.T) {
 	req.TrainJob.Spec.Suspend = ptr.To(true)
 	req.TrainJob.Spec.Trainer = &trainer.Trainer{
 		NumNodes: ptr.To[int32](2),
+		Image:    ptr.To("registry.example.com/train:v1"),
 		Env:      []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}},
 	}
+	// Workers that run the runtime's image, as root: a namespace warning
+	// about "baseline" sees nothing, one enforcing "restricted" the
+	// missing runAsNonRoot.
+	req.View.ReplicatedJobs[1].PodTemplate.Spec.Containers = []corev1.Container{{Name: "node", Image: "mpioperator/openmpi",
+		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}}
+	req.View.ReplicatedJobs[1].PodTemplate.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	req.Namespace.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "baseline"}
 	req.TrainJob.Spec.RuntimePatches = []trainer.RuntimePatch{{
 		Manager: "example.com/tool",
 		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{
@@ -72,6 +80,19 @@ func TestInputDocument(t *testing.T) {
 		{[]string{"job", "workers", "nodeSelector"}, map[string]any{}},
 		{[]string{"job", "workers", "requiredNodeSelectorTerms"}, []any{}},
 		{[]string{"job", "launcher", "name"}, "launcher"},
+		{[]string{"trainJob", "image"}, "registry.example.com/train:v1"},
+		{[]string{"job", "workers", "images"}, map[string]any{"node": "mpioperator/openmpi"}},
+		{[]string{"job", "launcher", "images"}, map[string]any{}},
+		{[]string{"job", "podSecurity", "enforce"}, map[string]any{"level": "restricted", "version": "latest", "policy": "restricted:latest", "violations": []any{
+			map[string]any{
+				"replicatedJob": "node", "role": "worker", "field": "spec.replicatedJobs[node].template.spec.template.spec",
+				"reason": "runAsNonRoot != true", "detail": `pod or container "node" must set securityContext.runAsNonRoot=true`,
+				"fix": "set securityContext.runAsNonRoot: true on the pod, with a non-zero runAsUser or an image whose USER is a non-zero UID",
+			},
+		}}},
+		{[]string{"job", "podSecurity", "warn"}, map[string]any{"level": "baseline", "version": "latest", "policy": "baseline:latest", "violations": []any{}}},
+		{[]string{"job", "podSecurity", "audit", "level"}, "privileged"},
+		{[]string{"job", "podSecurity", "errors"}, []any{}},
 		{[]string{"namespace", "name"}, "team-a"},
 		{[]string{"runtime"}, map[string]any{"kind": "ClusterTrainingRuntime", "name": "openmpi", "labels": map[string]any{"tier": "gold"}, "annotations": map[string]any{}, "constraints": map[string]any{"errors": []any{}}}},
 		{[]string{"parameters", "slots-gpus", "mode"}, "equal"},

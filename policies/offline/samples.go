@@ -18,8 +18,10 @@ import (
 // complete cluster (Namespace, quotas, runtime, TrainJobs). A sample's
 // expected `mpiguard check --show-patches` output is in a .want file beside it.
 // Names say what must happen: allowed-*.yaml must be allowed with no denial;
-// denied-*.yaml must contain a TrainJob the folder's own policy denies. Each
-// folder needs at least one of each, so a policy that matches nothing fails.
+// denied-*.yaml must contain a TrainJob the folder's own policy denies;
+// warned-*.yaml must be allowed, with a TrainJob the folder's own policy
+// warns about. Each folder needs an allowed sample and a denied one (a warned
+// one for a policy that only warns), so a policy that matches nothing fails.
 
 // SampleCase is the outcome of one sample file.
 type SampleCase struct {
@@ -71,13 +73,14 @@ func RunSamples(ctx context.Context, fsys fs.FS, ev *Evaluator) ([]SampleCase, e
 			kinds[sampleKind(f)]++
 			cases = append(cases, c)
 		}
-		for _, k := range []string{"allowed", "denied"} {
-			if kinds[k] == 0 {
-				folder.Failures = append(folder.Failures, fmt.Sprintf("no %s-*.yaml sample: every policy needs allowed and denied samples", k))
-			}
+		if kinds["allowed"] == 0 {
+			folder.Failures = append(folder.Failures, "no allowed-*.yaml sample: every policy needs allowed and denied samples")
+		}
+		if kinds["denied"]+kinds["warned"] == 0 {
+			folder.Failures = append(folder.Failures, "no denied-*.yaml sample (or warned-*.yaml, for a policy that only warns): every policy needs allowed and denied samples")
 		}
 		if kinds[""] > 0 {
-			folder.Failures = append(folder.Failures, "sample names must start with allowed- or denied-")
+			folder.Failures = append(folder.Failures, "sample names must start with allowed-, denied- or warned-")
 		}
 		if folder.Failed() {
 			cases = append(cases, folder)
@@ -93,6 +96,8 @@ func sampleKind(file string) string {
 		return "allowed"
 	case strings.HasPrefix(base, "denied-"):
 		return "denied"
+	case strings.HasPrefix(base, "warned-"):
+		return "warned"
 	}
 	return ""
 }
@@ -122,12 +127,15 @@ func runSample(ctx context.Context, fsys fs.FS, ev *Evaluator, policy, file stri
 	_ = WriteText(&out, results, true)
 	c.Got = out.String()
 
-	switch sampleKind(file) {
-	case "allowed":
+	switch kind := sampleKind(file); kind {
+	case "allowed", "warned":
 		for _, r := range results {
 			if r.Outcome() != Allowed {
 				c.Failures = append(c.Failures, fmt.Sprintf("TrainJob %s is %s, want %s", r.TrainJob, r.Outcome(), Allowed))
 			}
+		}
+		if kind == "warned" && !judgedBy(results, policy, engine.EnforceWarn) {
+			c.Failures = append(c.Failures, fmt.Sprintf("no TrainJob is warned about by policy %s: the policy matches nothing in its warned sample", policy))
 		}
 	case "denied":
 		if !deniedBy(results, policy) {
@@ -153,9 +161,13 @@ func runSample(ctx context.Context, fsys fs.FS, ev *Evaluator, policy, file stri
 }
 
 func deniedBy(results []Result, policy string) bool {
+	return judgedBy(results, policy, engine.EnforceDeny)
+}
+
+func judgedBy(results []Result, policy string, action engine.Enforcement) bool {
 	for _, r := range results {
 		for _, v := range r.Violations {
-			if v.Policy == policy && v.Action == engine.EnforceDeny {
+			if v.Policy == policy && v.Action == action {
 				return true
 			}
 		}

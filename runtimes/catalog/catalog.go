@@ -77,15 +77,25 @@ func Decode(data []byte) (*trainer.ClusterTrainingRuntime, error) {
 	return &rt, nil
 }
 
-// Load returns the whole curated set, sorted by name.
+// Load returns the whole curated set for Kubernetes, sorted by name.
 func Load() ([]*trainer.ClusterTrainingRuntime, error) {
+	return LoadFor(PlatformKubernetes)
+}
+
+// LoadFor returns the whole curated set as published on platform p, sorted
+// by name: the same names and pods on every platform, but on OpenShift
+// without a fixed UID and fsGroup (see platformVariant).
+func LoadFor(p Platform) ([]*trainer.ClusterTrainingRuntime, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	tpls, err := Templates()
 	if err != nil {
 		return nil, err
 	}
 	families := map[string][]*trainer.ClusterTrainingRuntime{}
 	for _, t := range tpls {
-		rt := t.Runtime
+		rt := platformVariant(t.Runtime, p)
 		family, version := rt.Labels[LabelFamily], rt.Labels[LabelVersion]
 		if family == "" || version == "" {
 			return nil, fmt.Errorf("curated runtime %s: labels %s and %s are required", t.File, LabelFamily, LabelVersion)

@@ -27,6 +27,9 @@ const (
 	LabelAlias = "mpiguard.io/alias"
 	// AnnotationAliasOf names the versioned runtime an alias currently copies.
 	AnnotationAliasOf = "mpiguard.io/alias-of"
+	// LabelPlatform is "openshift" on runtimes published for OpenShift
+	// (no fixed UID or fsGroup); absent on the Kubernetes ones.
+	LabelPlatform = "mpiguard.io/platform"
 
 	// LabelTrainerSupport and SupportDeprecated are the Trainer's own deprecation
 	// marker (github.com/kubeflow/trainer/v2/pkg/constants LabelSupport): the

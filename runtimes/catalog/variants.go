@@ -1,7 +1,11 @@
 package catalog
 
 import (
+	"fmt"
+	"slices"
+
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -50,6 +54,61 @@ func gangVariant(base *trainer.ClusterTrainingRuntime, gang, schedulerName strin
 	rt.Labels[LabelGangScheduler] = gang
 	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
 		rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulerName = schedulerName
+	}
+	return rt
+}
+
+// Platform is where the curated runtimes run; it decides who picks the UID
+// and fsGroup of their pods.
+type Platform string
+
+const (
+	// PlatformKubernetes pins UID and fsGroup 1000 (the images' mpiuser), as
+	// Pod Security "restricted" needs a non-root UID it can verify.
+	PlatformKubernetes Platform = "kubernetes"
+	// PlatformOpenShift leaves them out: OpenShift's restricted-v2 SCC refuses
+	// a UID outside the project's range and assigns one itself (with GID 0).
+	// The images must then work under an arbitrary UID (docs/runtimes.md).
+	PlatformOpenShift Platform = "openshift"
+)
+
+// Platforms lists the valid values, the default first.
+var Platforms = []Platform{PlatformKubernetes, PlatformOpenShift}
+
+// Validate rejects an unknown platform rather than publishing for the wrong one.
+func (p Platform) Validate() error {
+	if !slices.Contains(Platforms, p) {
+		return fmt.Errorf("unknown runtime platform %q: use %s or %s", p, PlatformKubernetes, PlatformOpenShift)
+	}
+	return nil
+}
+
+// platformVariant is the runtime as published on p. For OpenShift it drops
+// every fixed runAsUser, runAsGroup and fsGroup and labels the runtime
+// LabelPlatform=openshift; everything else, the rest of the securityContext
+// included (runAsNonRoot, seccomp, no privilege escalation, dropped
+// capabilities), stays: restricted-v2 asks for the same.
+func platformVariant(base *trainer.ClusterTrainingRuntime, p Platform) *trainer.ClusterTrainingRuntime {
+	rt := base.DeepCopy()
+	if p != PlatformOpenShift {
+		return rt
+	}
+	if rt.Labels == nil {
+		rt.Labels = map[string]string{}
+	}
+	rt.Labels[LabelPlatform] = string(p)
+	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+		pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		if sc := pod.SecurityContext; sc != nil {
+			sc.RunAsUser, sc.RunAsGroup, sc.FSGroup = nil, nil, nil
+		}
+		for _, cs := range [][]corev1.Container{pod.InitContainers, pod.Containers} {
+			for j := range cs {
+				if sc := cs[j].SecurityContext; sc != nil {
+					sc.RunAsUser, sc.RunAsGroup = nil, nil
+				}
+			}
+		}
 	}
 	return rt
 }

@@ -5,6 +5,8 @@ import (
 	"path"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
 // Options switches the publisher on or off and chooses which curated runtimes it
@@ -18,10 +20,13 @@ type Options struct {
 	Include []string
 	// Exclude lists name globs that are never published, even when included.
 	Exclude []string
+	// Platform is the flavour published: kubernetes pins the pods' UID and
+	// fsGroup to 1000, openshift leaves them to the SCC (catalog.Platform).
+	Platform catalog.Platform
 }
 
-// DefaultOptions publishes every curated runtime.
-func DefaultOptions() Options { return Options{Enabled: true} }
+// DefaultOptions publishes every curated runtime, for Kubernetes.
+func DefaultOptions() Options { return Options{Enabled: true, Platform: catalog.PlatformKubernetes} }
 
 // AddFlags binds the publisher's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -31,16 +36,30 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Publish only curated runtimes whose name matches one of these globs (default: all), e.g. 'mpiguard-openmpi*'.")
 	fs.StringSliceVar(&o.Exclude, "runtime-publisher-exclude", o.Exclude,
 		"Never publish curated runtimes whose name matches one of these globs, e.g. '*-volcano'.")
+	fs.StringVar((*string)(&o.Platform), "runtime-platform", string(o.Platform),
+		"Flavour of the curated runtimes: 'kubernetes' runs their pods as UID and fsGroup 1000; 'openshift' leaves both to the SCC (restricted-v2), "+
+			"which needs images that run under an arbitrary UID (docs/runtimes.md).")
 }
 
 // Validate rejects malformed globs up front rather than silently matching nothing.
 func (o Options) Validate() error {
+	if err := o.platform().Validate(); err != nil {
+		return fmt.Errorf("runtime publisher: --runtime-platform: %w", err)
+	}
 	for _, p := range append(append([]string{}, o.Include...), o.Exclude...) {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("runtime publisher: bad name glob %q: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// platform is Platform, Kubernetes when unset.
+func (o Options) platform() catalog.Platform {
+	if o.Platform == "" {
+		return catalog.PlatformKubernetes
+	}
+	return o.Platform
 }
 
 // Selects reports whether the runtime named name is published under o.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
@@ -42,8 +43,33 @@ func TestSelects(t *testing.T) {
 }
 
 func TestValidateRejectsBadGlob(t *testing.T) {
-	err := Options{Include: []string{"mpiguard-["}}.Validate()
+	err := Options{Include: []string{"mpiguard-["}, Platform: catalog.PlatformKubernetes}.Validate()
 	if err == nil {
 		t.Fatal("Validate() = nil, want an error for an unterminated [")
+	}
+}
+
+func TestPlatformFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    catalog.Platform
+		wantErr bool
+	}{
+		{args: nil, want: catalog.PlatformKubernetes},
+		{args: []string{"--runtime-platform=openshift"}, want: catalog.PlatformOpenShift},
+		{args: []string{"--runtime-platform=OpenShift"}, want: "OpenShift", wantErr: true},
+	} {
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if o.Platform != tc.want {
+			t.Errorf("%v: platform %q, want %q", tc.args, o.Platform, tc.want)
+		}
+		if err := o.Validate(); (err != nil) != tc.wantErr {
+			t.Errorf("%v: Validate() = %v, want error %v", tc.args, err, tc.wantErr)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	all, err := catalog.Load()
+	all, err := catalog.LoadFor(opts.platform())
 	if err != nil {
 		return fmt.Errorf("loading curated runtimes: %w", err)
 	}

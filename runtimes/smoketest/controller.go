@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	trainerconstants "github.com/kubeflow/trainer/v2/pkg/constants"
 	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +67,13 @@ func DefaultOptions() Options { return Options{Enabled: true, Poll: 10 * time.Se
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
 // Watches the smoke-test job's pods (Launcher and Workers) for the verdict.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Why pods are missing or the job failed, read live (not cached: only
+// while a test runs, and only in its namespace): the JobSet's and Jobs'
+// Failed conditions, and the Warning events on them, where the Job
+// controller records pods the apiserver refused (FailedCreate).
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=list
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 // Reads, by name and live (never cached, never listed), the hostfile
 // ConfigMap the Trainer renders for the smoke-test job: get only.
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
@@ -183,7 +192,25 @@ func (r *Reconciler) finish(rt *api.RuntimeTest, verdict metav1.Condition) {
 		eventType = corev1.EventTypeNormal
 	}
 	rt.Status.CompletionTime = ptr.To(metav1.NewTime(r.now()))
-	r.recorder.Eventf(rt, nil, eventType, verdict.Reason, "SmokeTest", "runtime %s: %s", rt.Spec.RuntimeRef.Name, verdict.Message)
+	note := fmt.Sprintf("runtime %s: %s", rt.Spec.RuntimeRef.Name, verdict.Message)
+	r.recorder.Eventf(rt, nil, eventType, verdict.Reason, "SmokeTest", "%s", truncateNote(note))
+}
+
+// maxEventNote is the apiserver's limit on an event's note: a longer one is
+// refused and the event lost. The condition keeps the whole message (a
+// quoted Pod Security refusal of several containers runs past it).
+const maxEventNote = 1024
+
+func truncateNote(s string) string {
+	if len(s) <= maxEventNote {
+		return s
+	}
+	const more = "… (see the RuntimeTest's Succeeded condition)"
+	cut := maxEventNote - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, rt *api.RuntimeTest, before *api.RuntimeTestStatus) (ctrl.Result, error) {
@@ -345,7 +372,7 @@ func (r *Reconciler) observe(ctx context.Context, rt *api.RuntimeTest, job *trai
 	if rt.Status.TrainJobName == "" {
 		rt.Status.TrainJobName = job.Name
 	}
-	o := Observation{ExpectedWorkers: workers(rt), Start: rt.Status.StartTime.Time, Now: r.now(), Timeout: timeout(rt)}
+	o := Observation{ExpectedWorkers: workers(rt), Namespace: rt.Namespace, Start: rt.Status.StartTime.Time, Now: r.now(), Timeout: timeout(rt)}
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(rt.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: job.Name}); err != nil {
 		return o, err
@@ -379,7 +406,74 @@ func (r *Reconciler) observe(ctx context.Context, rt *api.RuntimeTest, job *trai
 			o.TrainJobFailed = c.DeepCopy()
 		}
 	}
+	// While every pod exists and nothing failed, the pods tell everything.
+	if missingPods(o) != "" || o.TrainJobFailed != nil {
+		if err := r.observeJobs(ctx, rt.Namespace, job.Name, &o); err != nil {
+			return o, err
+		}
+	}
 	return o, nil
+}
+
+// observeJobs reads the JobSet the Trainer made of the TrainJob (same name),
+// its Jobs, and the Warning events on them: the only record of pods the
+// apiserver refused to create (Pod Security, SCC, quota, a webhook).
+// Everything is read live, from the test's namespace only: mpiguard caches
+// neither Jobs nor events cluster-wide for the sake of a rare smoke test, and
+// the poll (--runtime-test-poll) finds a new event soon enough.
+func (r *Reconciler) observeJobs(ctx context.Context, ns, name string, o *Observation) error {
+	// The objects whose events count, by UID: a Job re-created under the same
+	// name (a JobSet restart) does not inherit the old one's events.
+	owners := map[types.UID]bool{}
+	var js jobsetv1alpha2.JobSet
+	switch err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &js); {
+	case err == nil:
+		owners[js.UID] = true
+		if c := meta.FindStatusCondition(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)); c != nil && c.Status == metav1.ConditionTrue {
+			o.JobSetFailed = c.DeepCopy()
+		}
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	var jobs batchv1.JobList
+	if err := r.apiReader.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
+		return err
+	}
+	for _, j := range jobs.Items {
+		owners[j.UID] = true
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+				o.FailedJobs = append(o.FailedJobs, JobFailure{Job: j.Name, Reason: c.Reason, Message: c.Message})
+			}
+		}
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	var events corev1.EventList
+	if err := r.apiReader.List(ctx, &events, client.InNamespace(ns), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
+		return err
+	}
+	for _, e := range events.Items {
+		if owners[e.InvolvedObject.UID] {
+			o.Warnings = append(o.Warnings, warning(&e))
+		}
+	}
+	return nil
+}
+
+// warning reads an event written through either events API (the Job
+// controller writes core/v1 Events, controller-runtime's recorder
+// events.k8s.io/v1 ones with a series).
+func warning(e *corev1.Event) Warning {
+	w := Warning{Kind: e.InvolvedObject.Kind, Name: e.InvolvedObject.Name, Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: e.LastTimestamp.Time}
+	if w.Last.IsZero() {
+		w.Last = e.EventTime.Time
+	}
+	if s := e.Series; s != nil {
+		w.Count, w.Last = max(s.Count, w.Count), s.LastObservedTime.Time
+	}
+	return w
 }
 
 // equalStatus lets a poll that changed nothing skip the write (and the watch

@@ -25,8 +25,36 @@ type Observation struct {
 	HostsExpected int32
 	// TrainJobFailed is the TrainJob's Failed condition when it is True.
 	TrainJobFailed *metav1.Condition
-	Start, Now     time.Time
-	Timeout        time.Duration
+	// JobSetFailed is the JobSet's Failed condition when it is True (the
+	// Trainer copies it to the TrainJob, a moment later).
+	JobSetFailed *metav1.Condition
+	// FailedJobs are the JobSet's Jobs whose Failed condition is True: they say
+	// why (BackoffLimitExceeded, DeadlineExceeded, a podFailurePolicy rule)
+	// where the JobSet only says that one failed.
+	FailedJobs []JobFailure
+	// Warnings are the Warning events on the JobSet and its Jobs. Pods the
+	// apiserver refuses to create leave no object behind: the Job controller's
+	// FailedCreate (and the JobSet controller's JobCreationFailed) is all there is.
+	Warnings []Warning
+	// Namespace is the smoke test's, for the advice in messages.
+	Namespace  string
+	Start, Now time.Time
+	Timeout    time.Duration
+}
+
+// Warning is one Warning event about the smoke-test JobSet or one of its Jobs.
+type Warning struct {
+	// Kind and Name are the object's ("Job", "JobSet").
+	Kind, Name      string
+	Reason, Message string
+	// Count is how many times it happened; Last when it last did.
+	Count int32
+	Last  time.Time
+}
+
+// JobFailure is a Job's Failed condition.
+type JobFailure struct {
+	Job, Reason, Message string
 }
 
 // Verdict is the conditions derived from an Observation.
@@ -42,6 +70,10 @@ type Verdict struct {
 func Evaluate(o Observation) Verdict {
 	v := Verdict{}
 	scheduled := o.podsScheduled()
+	refused := o.creationRefused()
+	if refused != nil {
+		scheduled = metav1.Condition{Type: api.ConditionPodsScheduled, Status: metav1.ConditionFalse, Reason: refused.reason, Message: refused.message}
+	}
 	pulled, pullFailure := o.imagesPulled()
 	ssh := o.sshReady()
 	spawned, exitCode, hostsSeen, launcherPod := o.mpiSpawned()
@@ -80,8 +112,11 @@ func Evaluate(o Observation) Verdict {
 			return v
 		}
 	}
-	if o.TrainJobFailed != nil {
-		return fail(api.ReasonTrainJobFailed, fmt.Sprintf("the TrainJob failed (%s): %s", o.TrainJobFailed.Reason, o.TrainJobFailed.Message))
+	if refused != nil && refused.final {
+		return fail(refused.reason, refused.message)
+	}
+	if msg := o.jobFailure(); msg != "" {
+		return fail(api.ReasonTrainJobFailed, msg)
 	}
 	if o.Timeout > 0 && !o.Now.Before(o.Start.Add(o.Timeout)) {
 		stuck := "the launcher did not finish"
@@ -94,6 +129,97 @@ func Evaluate(o Observation) Verdict {
 		return fail(api.ReasonTimeout, fmt.Sprintf("no verdict after %s: %s", o.Timeout, stuck))
 	}
 	return v
+}
+
+// jobFailure says why the TrainJob (or its JobSet, before the Trainer copies
+// the condition) failed, with the failed Jobs' own reasons; "" if it did not.
+func (o Observation) jobFailure() string {
+	var msg string
+	switch {
+	case o.TrainJobFailed != nil:
+		msg = fmt.Sprintf("the TrainJob failed (%s): %s", o.TrainJobFailed.Reason, o.TrainJobFailed.Message)
+	case o.JobSetFailed != nil:
+		msg = fmt.Sprintf("the JobSet failed (%s): %s", o.JobSetFailed.Reason, o.JobSetFailed.Message)
+	default:
+		return ""
+	}
+	for _, j := range o.FailedJobs {
+		msg += fmt.Sprintf("; Job %s failed (%s): %s", j.Job, j.Reason, j.Message)
+	}
+	return msg
+}
+
+// refusal is why pods are missing: the apiserver refused them.
+type refusal struct {
+	reason, message string
+	// final: waiting will not help (a policy refused them, not a shortage).
+	final bool
+}
+
+// creationRefused reads the Warning events for the reason pods are missing:
+// the Job controller's FailedCreate or the JobSet controller's
+// JobCreationFailed. A final refusal outranks one that may pass (quota);
+// among equals the latest wins. Nil while every pod exists: an old event
+// does not outlive the pods it was about.
+func (o Observation) creationRefused() *refusal {
+	if missingPods(o) == "" {
+		return nil
+	}
+	var best *refusal
+	var bestAt time.Time
+	for _, w := range o.Warnings {
+		r := o.refusalOf(w)
+		if r == nil {
+			continue
+		}
+		if best == nil || (r.final && !best.final) || (r.final == best.final && w.Last.After(bestAt)) {
+			best, bestAt = r, w.Last
+		}
+	}
+	return best
+}
+
+// Event reasons that mean an object was not created: the Job controller's
+// for pods, the JobSet controller's for Jobs.
+const (
+	eventFailedCreate      = "FailedCreate"
+	eventJobCreationFailed = "JobCreationFailed"
+)
+
+func (o Observation) refusalOf(w Warning) *refusal {
+	var what string
+	switch {
+	case w.Kind == "Job" && w.Reason == eventFailedCreate:
+		what = fmt.Sprintf("Job %s cannot create its pods", w.Name)
+	case w.Kind == "JobSet" && w.Reason == eventJobCreationFailed:
+		what = fmt.Sprintf("JobSet %s cannot create its Jobs", w.Name)
+	default:
+		return nil
+	}
+	times := ""
+	if w.Count > 1 {
+		times = fmt.Sprintf(", %d times", w.Count)
+	}
+	r := &refusal{reason: api.ReasonPodsRejected}
+	var fix string
+	switch m := w.Message; {
+	case strings.Contains(m, "violates PodSecurity"):
+		r.reason, r.final = api.ReasonPodSecurity, true
+		fix = fmt.Sprintf("namespace %s enforces a Pod Security level (label pod-security.kubernetes.io/enforce) these pods do not meet: set what the message lists in the runtime's pod templates (securityContext), or test a runtime that meets the level", o.Namespace)
+	case strings.Contains(m, "unable to validate against any security context constraint"):
+		r.reason, r.final = api.ReasonSecurityContextConstraints, true
+		fix = "no SecurityContextConstraints the pods' service account may use admits them: use a runtime without a fixed runAsUser/fsGroup, or have an admin bind an SCC that admits them to the service account"
+	case strings.Contains(m, "exceeded quota"):
+		r.reason = api.ReasonQuotaExceeded
+		fix = fmt.Sprintf("a ResourceQuota in namespace %s has no room for them: free or raise the quota, or test with fewer workers or slots; the test waits for room until its timeout", o.Namespace)
+	case strings.Contains(m, " is forbidden: "), strings.Contains(m, " is invalid: "), strings.Contains(m, "denied the request"):
+		r.final = true
+		fix = "the apiserver refused them: fix what the message names, in the runtime or the namespace"
+	default:
+		fix = "the controller retries; the test waits until its timeout"
+	}
+	r.message = fmt.Sprintf("%s (%s%s): %s; %s", what, w.Reason, times, w.Message, fix)
+	return r
 }
 
 func (o Observation) all() []corev1.Pod {

@@ -1,7 +1,8 @@
 // Package template judges ClusterTrainingRuntimes and TrainingRuntimes written
 // by cluster admins: the rules an MPI runtime template must follow for the
 // Trainer to run it (ValidateSpec), its constraint annotations
-// (runtimes/constraints) and its MPI implementation label. The runtime
+// (runtimes/constraints), its MPI implementation label and whether its pods
+// meet Pod Security "restricted" (policies/podsecurity). The runtime
 // webhook (webhooks/runtimetemplate) answers with the result at admission;
 // audit reports it for runtimes already in the cluster.
 package template
@@ -27,6 +28,7 @@ func Validate(meta *metav1.ObjectMeta, spec *trainer.TrainingRuntimeSpec) (errs,
 	errs = append(errs, constraintErrs...)
 	if isMPI(spec) {
 		warnings = append(warnings, warnImplementationLabel(meta.Labels)...)
+		warnings = append(warnings, warnPodSecurity(spec)...)
 	}
 	return errs, warnings
 }

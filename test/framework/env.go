@@ -64,6 +64,10 @@ type Options struct {
 	// an AdmissionConfiguration that presents a client certificate that CA
 	// signed (common name WebhookClientName) to webhooks.
 	ClientAuth bool
+	// KubeControllers runs kube-controller-manager with only these
+	// controllers (its --controllers, e.g. "job"), for specs where Jobs must
+	// really create pods; none run otherwise (controllermanager.go).
+	KubeControllers []string
 }
 
 // Env is a running integration environment.
@@ -104,6 +108,8 @@ type Env struct {
 	// releaseThread gives back the thread that started the control plane
 	// (parentdeath.go).
 	releaseThread func()
+	// controllerManager runs when Options.KubeControllers asks for it.
+	controllerManager *controllerManagerProc
 }
 
 // Start brings up the control plane and, unless NoManager, mpiguard itself.
@@ -152,6 +158,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		_ = e.Stop(false)
 		return nil, err
+	}
+	if len(opts.KubeControllers) > 0 {
+		if err := e.startControllerManager(ctx, opts.KubeControllers); err != nil {
+			_ = e.Stop(true)
+			return nil, err
+		}
 	}
 	if opts.NoManager {
 		return e, nil
@@ -299,6 +311,11 @@ func (e *Env) Stop(keepLogs bool) error {
 	if e.Proxy != nil {
 		if err := e.Proxy.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("proxy: %w", err))
+		}
+	}
+	if e.controllerManager != nil {
+		if err := e.controllerManager.stop(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if e.Testenv != nil {

@@ -29,6 +29,16 @@ func controlPlaneShims(runDir string) (apiServer, etcd string, err error) {
 	return apiServer, etcd, nil
 }
 
+// controllerManagerShim is controlPlaneShims for kube-controller-manager,
+// which the framework starts itself (controllermanager.go), not envtest.
+func controllerManagerShim(runDir string) (string, error) {
+	shim := filepath.Join(runDir, controllerManager)
+	if err := os.Symlink("/proc/self/exe", shim); err != nil {
+		return "", fmt.Errorf("making the kube-controller-manager shim: %w", err)
+	}
+	return shim, nil
+}
+
 func init() { execShim() }
 
 // execShim turns this process, when it was started through a shim of
@@ -38,7 +48,7 @@ func init() { execShim() }
 // binary or mpiguard-dev itself.
 func execShim() {
 	name := filepath.Base(os.Args[0])
-	if name != "kube-apiserver" && name != "etcd" {
+	if name != "kube-apiserver" && name != "etcd" && name != controllerManager {
 		return
 	}
 	spec, err := readRunSpec(filepath.Dir(os.Args[0]))

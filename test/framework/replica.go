@@ -58,6 +58,9 @@ type replicaConfig struct {
 	leaderElect bool
 	// probeAddr serves /healthz and /readyz there; "" serves no probes.
 	probeAddr string
+	// restarted: a manager of this process already registered the
+	// controller names (RestartManagers).
+	restarted bool
 }
 
 // electingReplica is replica index of an Env with Options.Replicas > 1
@@ -101,6 +104,9 @@ func (e *Env) startReplica(ctx context.Context, rc replicaConfig) (*Replica, err
 		// Controller names are unique per process; replica 0 still checks
 		// them, so a duplicate within app.Setup is caught.
 		so.SkipControllerNameValidation = rc.index > 0
+	}
+	if rc.restarted {
+		so.SkipControllerNameValidation = true
 	}
 	mgr, err := app.NewManager(e.ManagerConfig, so)
 	if err != nil {

@@ -34,8 +34,10 @@ func SchedulerPluginsPodGroupCRD() (string, error) {
 //	framework.Options{Setup: framework.TrainerController}
 //
 // A TrainJob then really becomes a JobSet, an MPI hostfile ConfigMap and an SSH
-// Secret. Nothing runs the JobSet, Job or kubelet controllers: tests that need pods
-// create them from the JobSet's templates and set their status themselves.
+// Secret. Nothing runs the JobSet, Job or kubelet controllers unless a suite asks
+// (Env.JobSetController, Options.KubeControllers; no kubelet ever): tests that
+// need running pods create them from the JobSet's templates and set their status
+// themselves.
 // Gang-scheduling plugins stay idle unless their PodGroup CRDs are installed.
 func TrainerController(ctx context.Context, mgr ctrl.Manager) error {
 	// The gang-scheduling plugins watch PodGroups when their CRDs are installed

@@ -42,6 +42,21 @@ const (
 	ReasonPassed           = "Passed"
 )
 
+// Reasons for pods that are never created: the apiserver refused them (or
+// the Jobs that create them), and only the Job or JobSet controller's
+// Warning events say so. Set on PodsScheduled and, unless waiting can help
+// (QuotaExceeded, errors that are not a refusal), on Succeeded.
+const (
+	// ReasonPodSecurity: Pod Security admission rejected the pods ("violates PodSecurity").
+	ReasonPodSecurity = "PodSecurity"
+	// ReasonSecurityContextConstraints: no OpenShift SCC the pods' service account may use admits them.
+	ReasonSecurityContextConstraints = "SecurityContextConstraints"
+	// ReasonQuotaExceeded: a ResourceQuota has no room for them; waits, since quota may free up.
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonPodsRejected: any other refusal (a webhook, a LimitRange, an invalid template).
+	ReasonPodsRejected = "PodsRejected"
+)
+
 // Phases shown in `kubectl get runtimetests`.
 const (
 	PhasePending   = "Pending"

@@ -39,6 +39,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Components:   &components,
 		ExtraCRDDirs: []string{podGroupCRD},
 		Setup:        framework.TrainerController,
+		// Jobs really create pods (or FailedCreate events) where a spec runs
+		// JobSet's controller too (env.JobSetController); elsewhere no Job exists.
+		KubeControllers: []string{"job"},
 	})
 	// Specs use the curated runtimes; the publisher applies them asynchronously
 	// after the manager starts (its own spec checks the exact set).

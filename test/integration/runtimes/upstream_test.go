@@ -42,6 +42,9 @@ var _ = Describe("The Trainer's own runtimes", func() {
 					ContainSubstring(`the "node" pods have no Istio ambient opt-out`),
 					ContainSubstring(`the "launcher" pods have no Istio sidecar opt-out`),
 					ContainSubstring(`the "launcher" pods have no Istio ambient opt-out`),
+					// Upstream pins runAsUser 1000 and nothing else Pod Security "restricted" asks for.
+					ContainSubstring(`spec.template.spec.replicatedJobs[0].template.spec.template.spec: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false`),
+					ContainSubstring(`spec.template.spec.replicatedJobs[1].template.spec.template.spec: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false`),
 				), rt.Name)
 			} else {
 				Expect(got).To(BeEmpty(), "a non-MPI runtime is not governed: %s", rt.Name)
