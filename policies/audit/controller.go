@@ -270,8 +270,8 @@ func (c *Controller) publish(ctx context.Context, ns *corev1.Namespace, rs []Res
 		job := &trainer.TrainJob{}
 		job.APIVersion, job.Kind = r.Object.APIVersion, r.Object.Kind
 		job.Namespace, job.Name, job.UID = r.Object.Namespace, r.Object.Name, r.Object.UID
-		c.recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonPolicyViolation, "Audit",
-			"violates mpiguard policy %s (policy set %s), so it would be refused if submitted now: %s", r.Policy, r.PolicySetVersion, r.Message)
+		note := fmt.Sprintf("violates mpiguard policy %s (policy set %s), so it would be refused if submitted now: %s", r.Policy, r.PolicySetVersion, r.Message)
+		c.recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonPolicyViolation, "Audit", "%s", pipeline.EventNote(note, "in the namespace's Report "+ReportName))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 )
@@ -79,3 +80,22 @@ func deferDenials(d *engine.Decision) {
 
 // mpiguardEntryPolicy judges entries under mpiguard's runtime-patch manager.
 const mpiguardEntryPolicy = "mpiguard-entry"
+
+// MaxEventNote is the apiserver's limit on an event's note (events.k8s.io/v1):
+// an event with a longer one is refused, and nobody sees it.
+const MaxEventNote = 1024
+
+// EventNote is note cut to MaxEventNote, on a UTF-8 boundary, ending with
+// "… (cut; the full text is <where>)" when it had to be cut: a denial that
+// lists every pod template's Pod Security reasons easily runs longer.
+func EventNote(note, where string) string {
+	if len(note) <= MaxEventNote {
+		return note
+	}
+	tail := "… (cut; the full text is " + where + ")"
+	cut := max(MaxEventNote-len(tail), 0)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + tail
+}

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"io/fs"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -61,5 +63,18 @@ func TestDeferDenials(t *testing.T) {
 func TestMpiguardEntryPolicyExists(t *testing.T) {
 	if _, err := fs.Stat(policies.FS, mpiguardEntryPolicy); err != nil {
 		t.Fatalf("no embedded policy %q: %v", mpiguardEntryPolicy, err)
+	}
+}
+
+func TestEventNote(t *testing.T) {
+	short := "fits"
+	if got := EventNote(short, "elsewhere"); got != short {
+		t.Errorf("a short note changed: %q", got)
+	}
+	// Multi-byte runes across the cut: the result must stay valid UTF-8.
+	long := strings.Repeat("é", MaxEventNote)
+	got := EventNote(long, "in the Report")
+	if len(got) > MaxEventNote || !utf8.ValidString(got) || !strings.HasSuffix(got, "… (cut; the full text is in the Report)") {
+		t.Errorf("EventNote(%d bytes) = %d bytes, valid UTF-8 %v, ends %q", len(long), len(got), utf8.ValidString(got), got[max(len(got)-50, 0):])
 	}
 }
