@@ -1,7 +1,7 @@
 # mpiguard — admission policies and runtime templates for MPI TrainJobs.
 # Everything the tests need is built from the Go module proxy, but for MPICH's
-# Hydra, installed from Debian's packages: `make test` on a fresh clone is
-# enough. `make help` lists the targets.
+# Hydra, sshd and Open MPI, installed from Debian's packages: `make test` on a
+# fresh clone is enough. `make help` lists the targets.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -17,6 +17,10 @@ KUBE_VERSION  ?= v1.36.2
 ETCD_VERSION  ?= v3.6.16
 export KUBE_VERSION ETCD_VERSION
 CONTROLPLANE   = $(CACHE)/controlplane/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
+# Kueue for the kueue suite: the version go.mod pins (its API types), built
+# from the module proxy into $(CACHE)/kueue-<version> (test/kueue/build.sh).
+KUEUE_VERSION ?= $(shell $(GO) list -m -f '{{.Version}}' sigs.k8s.io/kueue)
+export KUEUE_VERSION
 # Integration suites run one after another: each starts its own apiserver, and
 # the machine has 2 cores.
 TEST_TIMEOUT  ?= 40m
@@ -107,8 +111,58 @@ docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .
 
 .PHONY: controlplane
-controlplane: ## Build kube-apiserver and etcd from source into the cache (once per version).
+controlplane: ## Build kube-apiserver, kube-controller-manager and etcd from source into the cache (once per version).
 	@bash test/controlplane/build.sh >/dev/null
+
+.PHONY: kueue
+kueue: ## Build Kueue's manager (the version go.mod pins) from the Go module proxy into the cache (once per version).
+	@bash test/kueue/build.sh >/dev/null
+
+##@ Deploy
+
+KUBECTL       ?= kubectl
+# server: deploy and undeploy only ask the apiserver whether it would accept
+# every object, changing nothing (test/integration/install runs them so).
+DRY_RUN       ?= none
+DEPLOY_CONFIG ?= config/default
+
+# install_yaml builds an overlay of DEPLOY_CONFIG (a folder of this repository),
+# written to a temporary folder under the ignored bin/ (kustomize takes only
+# relative paths to a base), that sets the Deployment's image to IMG (plus the
+# patches in $(1)): no tracked file changes, so `make verify` stays clean.
+define install_yaml
+mkdir -p bin; tmp=$$(mktemp -d bin/install.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+printf '%s\n' 'resources:' '- ../../$(DEPLOY_CONFIG)' 'patches:' \
+  '- patch: '"'"'{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mpiguard-controller", "namespace": "mpiguard-system"}, "spec": {"template": {"spec": {"containers": [{"name": "mpiguard", "image": "$(IMG)"}]}}}}'"'" \
+  $(1) >"$$tmp/kustomization.yaml"; \
+$(KUSTOMIZE) build "$$tmp"
+endef
+# undeploy keeps the openreports.io CRDs: other tools (Kyverno, Policy Reporter)
+# may share them, and deleting a CRD deletes every Report of every tool.
+KEEP_SHARED_CRDS = $(foreach crd,reports.openreports.io clusterreports.openreports.io, \
+  '- patch: '"'"'{"$$patch": "delete", "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "$(crd)"}}'"'")
+
+.PHONY: install-yaml
+install-yaml: ## Print what deploy applies: DEPLOY_CONFIG (config/default) with the image IMG.
+	@$(call install_yaml)
+
+.PHONY: deploy
+deploy: ## Install mpiguard with image IMG on the cluster kubectl points at (needs the Trainer and cert-manager).
+	@echo "kustomize build $(DEPLOY_CONFIG) with image $(IMG) | $(KUBECTL) apply --server-side --dry-run=$(DRY_RUN)" >&2
+	@$(call install_yaml) | $(KUBECTL) apply --server-side --dry-run=$(DRY_RUN) -f -
+
+.PHONY: deploy-openshift
+deploy-openshift: ## Install on OpenShift with image IMG (config/openshift: service CA, OpenShift DNS, ServiceMonitor).
+	@$(MAKE) --no-print-directory deploy DEPLOY_CONFIG=config/openshift
+
+.PHONY: undeploy
+undeploy: ## Remove what deploy installed (mpiguard's CRDs and their objects too; not the shared openreports.io CRDs).
+	@echo "kustomize build $(DEPLOY_CONFIG) | $(KUBECTL) delete --ignore-not-found --dry-run=$(DRY_RUN)" >&2
+	@$(call install_yaml,$(KEEP_SHARED_CRDS)) | $(KUBECTL) delete --ignore-not-found --dry-run=$(DRY_RUN) -f -
+
+.PHONY: undeploy-openshift
+undeploy-openshift: ## Remove what deploy-openshift installed.
+	@$(MAKE) --no-print-directory undeploy DEPLOY_CONFIG=config/openshift
 
 ##@ Test
 
@@ -120,8 +174,8 @@ test-rego: ## Rego unit tests (OPA's tester) over policies/.
 	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) test --v1-compatible --ignore '*.yaml' --capabilities $(OPA_CAPABILITIES) -v policies | tail -n 3; else echo "no Rego policies yet"; fi
 
 .PHONY: test-unit
-test-unit: hydra ## Go unit tests (no apiserver).
-	MPIGUARD_REQUIRE_HYDRA=1 $(GO) test -count=1 $(UNIT_PKGS)
+test-unit: hydra mpi ## Go unit tests (no apiserver).
+	MPIGUARD_REQUIRE_HYDRA=1 MPIGUARD_REQUIRE_REAL_MPI=1 $(GO) test -count=1 $(UNIT_PKGS)
 
 .PHONY: hydra
 hydra: ## Install MPICH's Hydra (Debian's mpich): the Hydra runtimes' launcher test runs it.
@@ -132,8 +186,17 @@ hydra: ## Install MPICH's Hydra (Debian's mpich): the Hydra runtimes' launcher t
 	  $$apt install --no-install-recommends mpich >/dev/null || { $$apt update >/dev/null && $$apt install --no-install-recommends mpich >/dev/null; }; \
 	fi
 
+.PHONY: mpi
+mpi: ## Install Debian's openssh-server, openmpi-bin and iproute2: test/mpi runs the curated runtimes' pods with them (as root).
+	@if [ ! -x /usr/sbin/sshd ] || ! command -v mpirun.openmpi >/dev/null || ! command -v ip >/dev/null; then \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing Debian's openssh-server, openmpi-bin and iproute2 for test/mpi (MPI ranks over real SSH)"; \
+	  apt="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get -q -y"; pkgs="openssh-server openmpi-bin iproute2"; \
+	  $$apt install --no-install-recommends $$pkgs >/dev/null || { $$apt update >/dev/null && $$apt install --no-install-recommends $$pkgs >/dev/null; }; \
+	fi
+
 .PHONY: test-integration
-test-integration: controlplane ## envtest integration suites against a real kube-apiserver + etcd.
+test-integration: controlplane kueue ## envtest integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(INTEGRATION_PKGS) $(GINKGO_ARGS)
 
 .PHONY: fuzz

@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/mpiguard/mpiguard/networkpolicies"
+	"github.com/mpiguard/mpiguard/policies/admissioncheck"
 	"github.com/mpiguard/mpiguard/policies/audit"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
 	"github.com/mpiguard/mpiguard/runtimes/smoketest"
@@ -24,6 +25,10 @@ type Options struct {
 	// and publishes openreports.io reports (needs TrainJobWebhooks: it
 	// shares their engine).
 	Audit audit.Options
+	// KueueAdmissionCheck answers Kueue AdmissionChecks whose controllerName
+	// is mpiguard.io/admission (needs TrainJobWebhooks: it shares their
+	// pipeline; off by itself when Kueue's CRDs are not installed).
+	KueueAdmissionCheck admissioncheck.Options
 	// RuntimePublisher publishes the curated MPI ClusterTrainingRuntimes.
 	RuntimePublisher publisher.Options
 	// RuntimeTemplateWebhook validates MPI (Cluster)TrainingRuntime templates.
@@ -40,6 +45,7 @@ func DefaultOptions() Options {
 		TrainJobWebhooks:       true,
 		Policies:               DefaultPolicyOptions(),
 		Audit:                  audit.DefaultOptions(),
+		KueueAdmissionCheck:    admissioncheck.DefaultOptions(),
 		RuntimePublisher:       publisher.DefaultOptions(),
 		RuntimeTemplateWebhook: true,
 		RuntimeTests:           smoketest.DefaultOptions(),
@@ -53,6 +59,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Policies.AddFlags(fs)
 	fs.BoolVar(&o.Audit.Enabled, "audit", o.Audit.Enabled, "Audit stored TrainJobs and runtimes with today's policies (on the elected leader) and publish openreports.io Reports; needs --trainjob-webhooks.")
 	fs.DurationVar(&o.Audit.Interval, "audit-interval", o.Audit.Interval, "Re-audit each namespace and the ClusterTrainingRuntimes this long after their last audit, besides the audits changes trigger.")
+	fs.BoolVar(&o.KueueAdmissionCheck.Enabled, "kueue-admission-check", o.KueueAdmissionCheck.Enabled, "Answer Kueue AdmissionChecks with controllerName mpiguard.io/admission (on the elected leader; off by itself when Kueue's CRDs are not installed); needs --trainjob-webhooks.")
+	fs.DurationVar(&o.KueueAdmissionCheck.RetryBackoff, "kueue-retry-backoff", o.KueueAdmissionCheck.RetryBackoff, "How long Kueue waits before it offers again a Workload whose mpiguard check said Retry (namespace quota busy); doubled on each further retry.")
+	fs.DurationVar(&o.KueueAdmissionCheck.MaxRetryBackoff, "kueue-max-retry-backoff", o.KueueAdmissionCheck.MaxRetryBackoff, "Upper bound of --kueue-retry-backoff's doubling.")
 	o.RuntimePublisher.AddFlags(fs)
 	fs.BoolVar(&o.RuntimeTemplateWebhook, "runtime-template-webhook", o.RuntimeTemplateWebhook, "Serve the (Cluster)TrainingRuntime MPI template webhook.")
 	o.RuntimeTests.AddFlags(fs)
@@ -62,7 +71,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Setup registers every enabled controller and webhook with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.TrainJobWebhooks {
-		if err := setupPolicies(ctx, mgr, opts.Policies, opts.Audit); err != nil {
+		if err := setupPolicies(ctx, mgr, opts.Policies, opts.Audit, opts.KueueAdmissionCheck); err != nil {
 			return err
 		}
 	}

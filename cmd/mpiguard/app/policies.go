@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/mpiguard/mpiguard/policies/admissioncheck"
 	"github.com/mpiguard/mpiguard/policies/audit"
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/pipeline"
@@ -77,7 +78,7 @@ func (o PolicyOptions) decisionLog() (io.Writer, error) {
 
 // setupPolicies builds the renderer and the policy engine (once per process)
 // and serves the TrainJob webhooks with them; audit judges with the same.
-func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options) error {
+func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options, ko admissioncheck.Options) error {
 	log, err := o.decisionLog()
 	if err != nil {
 		return err
@@ -114,6 +115,9 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	if err := setupAudit(mgr, p, loader, o.Namespace, ao); err != nil {
 		return err
 	}
+	if err := setupKueueCheck(mgr, p, o, ko); err != nil {
+		return err
+	}
 	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, ReservationGrace: o.ReservationGrace, MaxUnconfirmedReservations: o.MaxUnconfirmedReservations, Namespace: o.Namespace})
 }
 
@@ -137,4 +141,21 @@ func setupAudit(mgr ctrl.Manager, p *pipeline.Pipeline, loader *reload.Reconcile
 	}
 	loader.Loaded = c.PolicyLoaded
 	return nil
+}
+
+// setupKueueCheck answers mpiguard's Kueue AdmissionChecks on the elected
+// leader with the webhooks' pipeline, reserving namespace quota in the same
+// QuotaReservations the validating webhook writes. Without Kueue's CRDs it is
+// off and mpiguard still serves admission.
+func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, o PolicyOptions, ko admissioncheck.Options) error {
+	if !ko.Enabled {
+		return nil
+	}
+	store := reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.Namespace)
+	err := admissioncheck.SetupWithManager(mgr, p, store, o.ReservationGrace, ko)
+	if errors.Is(err, admissioncheck.ErrNoKueue) {
+		ctrl.Log.WithName("kueue-admission-check").Info(err.Error())
+		return nil
+	}
+	return err
 }

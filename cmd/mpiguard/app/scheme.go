@@ -7,6 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	runtimesv1alpha1 "github.com/mpiguard/mpiguard/runtimes/api/v1alpha1"
@@ -21,6 +22,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	runtimesv1alpha1.AddToScheme,
 	quotav1alpha1.AddToScheme,
 	reportsv1alpha1.Install,
+	kueuev1beta2.AddToScheme,
 }
 
 // Scheme returns a new scheme with every API group mpiguard uses.

@@ -1,0 +1,76 @@
+package admissioncheck
+
+import (
+	"time"
+	"unicode/utf8"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/mpiguard/mpiguard/policies/pipeline"
+)
+
+// ControllerName is the spec.controllerName of the AdmissionChecks mpiguard
+// answers. It is also mpiguard's runtime-patch manager (engine.AdmissionManager).
+const ControllerName = "mpiguard.io/admission"
+
+// Outcome is the state mpiguard gives one check of a Workload, and why.
+type Outcome struct {
+	State   kueue.CheckState
+	Message string
+}
+
+// Messages of the outcomes that are not a denial.
+const (
+	msgAllowed    = "mpiguard admits the job as it will run: every policy passes with the flavors Kueue assigned, and the namespace quota it needs is reserved for its start"
+	msgUngoverned = "no mpiguard policy applies: not an MPI TrainJob"
+	// msgDeactivated follows the denial on a rejected Workload's check once
+	// Kueue has deactivated it.
+	msgDeactivated = "\nmpiguard rejected this Workload, and Kueue deactivated it (spec.active: false). Fix the cause, then set spec.active: true to queue it again: mpiguard judges it afresh."
+)
+
+// decide turns the verdict on the resume Kueue is about to make into the
+// check's outcome. idle is the same job judged against an idle namespace
+// (its ResourceQuotas with nothing used, nothing reserved), nil when verdict
+// allows: a denial it does not repeat is the quota being busy, which waiting
+// can fix (Retry); any other is not (Rejected).
+func decide(verdict, idle *pipeline.Verdict) Outcome {
+	switch {
+	case !verdict.Governed:
+		return Outcome{State: kueue.CheckStateReady, Message: msgUngoverned}
+	case verdict.Allowed():
+		return Outcome{State: kueue.CheckStateReady, Message: msgAllowed}
+	case idle != nil && idle.Allowed():
+		return Outcome{State: kueue.CheckStateRetry, Message: truncate(verdict.DenialMessage(), maxMessage)}
+	}
+	return Outcome{State: kueue.CheckStateRejected, Message: truncate(verdict.DenialMessage(), maxMessage)}
+}
+
+// maxMessage is the Workload CRD's bound on a check's message
+// (status.admissionChecks[].message, maxLength 32768).
+const maxMessage = 32768
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "…"
+	s = s[:n-len(more)]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + more
+}
+
+// requeueAfter is how long Kueue waits before it offers a Workload whose
+// check said Retry for the retryCount-th time again: base doubled per
+// earlier retry, at most limit. Without it Kueue requeues at once, and a
+// namespace whose quota stays busy would have its Workload reserved and
+// released in a tight loop.
+func requeueAfter(retryCount int32, base, limit time.Duration) time.Duration {
+	d := base
+	for i := int32(0); i < retryCount && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}

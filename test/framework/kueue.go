@@ -1,0 +1,244 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/yaml"
+)
+
+// KueueModule is Kueue: its API types (go.mod pins the version), its CRDs,
+// and the manager the kueue suite runs, all of that one version.
+const KueueModule = "sigs.k8s.io/kueue"
+
+// KueueTrainJobFramework is the name of Kueue's TrainJob integration.
+const KueueTrainJobFramework = "trainer.kubeflow.org/trainjob"
+
+// KueueCRDs is Kueue's CRD folder in the pinned module, for
+// Options.ExtraCRDDirs: the bases, without the conversion-webhook patches
+// (Kueue runs without its webhooks here, and everything reads v1beta2, the
+// stored version).
+func KueueCRDs() (string, error) {
+	return moduleSubdir(KueueModule, "config/components/crd/bases")
+}
+
+var (
+	kueueOnce sync.Once
+	kueueBin  string
+	kueueErr  error
+)
+
+// KueueBinary returns the path of Kueue's manager at the version go.mod
+// pins, built from the Go module proxy by test/kueue/build.sh (once per
+// version, into the cache; `make kueue` runs the same script).
+func KueueBinary() (string, error) {
+	kueueOnce.Do(func() {
+		version, err := moduleVersion(KueueModule)
+		if err != nil {
+			kueueErr = err
+			return
+		}
+		cmd := exec.Command("bash", filepath.Join(RepoRoot(), "test", "kueue", "build.sh"))
+		cmd.Env = append(os.Environ(), "KUEUE_VERSION="+version)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		cmd.Stderr = os.Stderr // build progress, so a cold build is not mistaken for a hang
+		if err := cmd.Run(); err != nil {
+			kueueErr = fmt.Errorf("building Kueue %s (test/kueue/build.sh): %w", version, err)
+			return
+		}
+		kueueBin = strings.TrimSpace(out.String())
+	})
+	return kueueBin, kueueErr
+}
+
+// moduleVersion is the version of module go.mod pins.
+func moduleVersion(module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("the version of %s (go list -m): %w", module, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Kueue is a running Kueue manager.
+type Kueue struct {
+	// Namespace is Kueue's own namespace (its configuration's).
+	Namespace string
+	// Log is the manager's log file, in the Env's LogDir.
+	Log string
+
+	cmd     *exec.Cmd
+	dir     string
+	done    chan struct{}
+	err     error // cmd.Wait's result, set before done closes
+	release func()
+	stop    sync.Once
+}
+
+// StartKueue runs Kueue's manager against the Env's apiserver, as the
+// admin, with one integration enabled (TrainJob) and everything a cluster
+// would provide by other means turned off: its webhooks are served (with a
+// self-signed certificate) but not registered with the apiserver, so the
+// suite creates its TrainJobs suspended with the queue label, as Kueue's
+// mutating webhook would leave them; internal cert management is off; the
+// metrics server serves a self-signed certificate; VisibilityOnDemand (an
+// aggregated API server) is off; leader election is off. Kueue's CRDs must be
+// installed (Options.ExtraCRDDirs: KueueCRDs). It returns once Kueue is ready;
+// Stop stops it.
+func (e *Env) StartKueue(ctx context.Context) (*Kueue, error) {
+	bin, err := KueueBinary()
+	if err != nil {
+		return nil, err
+	}
+	k := &Kueue{Namespace: "kueue-system", Log: filepath.Join(e.LogDir, "kueue.log"), done: make(chan struct{})}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.Namespace}}
+	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating Kueue's namespace: %w", err)
+	}
+	if k.dir, err = os.MkdirTemp("", "mpiguard-kueue-"); err != nil {
+		return nil, err
+	}
+	config, probe, err := k.writeFiles(e)
+	if err != nil {
+		_ = os.RemoveAll(k.dir)
+		return nil, err
+	}
+	logFile, err := os.Create(k.Log)
+	if err != nil {
+		_ = os.RemoveAll(k.dir)
+		return nil, err
+	}
+	defer func() { _ = logFile.Close() }() // the child has its own descriptor
+	k.cmd = kueueCommand(bin, k.dir, "--config", config, "--zap-log-level=3")
+	k.cmd.Env = append(append(k.cmd.Env, os.Environ()...), "KUBECONFIG="+filepath.Join(k.dir, "kubeconfig"))
+	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
+	// From a thread kept until Stop: the parent-death signal is the forking
+	// thread's (parentdeath.go).
+	k.release, err = startOnOwnThread(k.cmd.Start)
+	if err != nil {
+		k.release()
+		_ = os.RemoveAll(k.dir)
+		return nil, fmt.Errorf("starting Kueue: %w", err)
+	}
+	go func() {
+		k.err = k.cmd.Wait()
+		close(k.done)
+	}()
+	if err := k.waitReady(ctx, probe); err != nil {
+		_ = k.Stop()
+		return nil, fmt.Errorf("%w (log: %s)", err, k.Log)
+	}
+	return k, nil
+}
+
+// writeFiles writes Kueue's kubeconfig, certificates and configuration into
+// k.dir, and returns the configuration's path and the health probe address.
+func (k *Kueue) writeFiles(e *Env) (config, probe string, err error) {
+	if err := os.WriteFile(filepath.Join(k.dir, "kubeconfig"), e.Testenv.KubeConfig, 0o600); err != nil {
+		return "", "", err
+	}
+	for _, sub := range []string{"webhook-certs", "metrics-certs"} {
+		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+		if err != nil {
+			return "", "", err
+		}
+		dir := filepath.Join(k.dir, sub)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	ports, err := freeLoopbackPorts("127.0.0.1", 3, e.Testenv.WebhookInstallOptions.LocalServingPort)
+	if err != nil {
+		return "", "", err
+	}
+	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	probe = addr(ports[2])
+	cfg := map[string]any{
+		"apiVersion":             "config.kueue.x-k8s.io/v1beta2",
+		"kind":                   "Configuration",
+		"namespace":              k.Namespace,
+		"webhook":                map[string]any{"host": "127.0.0.1", "port": ports[0], "certDir": filepath.Join(k.dir, "webhook-certs")},
+		"metrics":                map[string]any{"bindAddress": addr(ports[1])},
+		"health":                 map[string]any{"healthProbeBindAddress": probe},
+		"leaderElection":         map[string]any{"leaderElect": false},
+		"internalCertManagement": map[string]any{"enable": false},
+		"integrations":           map[string]any{"frameworks": []string{KueueTrainJobFramework}},
+		"featureGates":           map[string]bool{"VisibilityOnDemand": false},
+	}
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", "", err
+	}
+	config = filepath.Join(k.dir, "config.yaml")
+	return config, probe, os.WriteFile(config, raw, 0o600)
+}
+
+// waitReady returns once Kueue's readiness probe answers 200 (its webhook
+// server listens, its caches started).
+func (k *Kueue) waitReady(ctx context.Context, probe string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	c := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := c.Get("http://" + probe + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-k.done:
+			return fmt.Errorf("kueue exited while starting: %v", k.err)
+		case <-ctx.Done():
+			return errors.New("kueue did not become ready within 2m")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops Kueue (SIGTERM, then SIGKILL after 10 s) and removes its files.
+// It is safe to call twice.
+func (k *Kueue) Stop() error {
+	var err error
+	k.stop.Do(func() {
+		if k.cmd.Process != nil {
+			_ = k.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-k.done:
+			case <-time.After(10 * time.Second):
+				_ = k.cmd.Process.Kill()
+				<-k.done
+				err = errors.New("kueue did not stop within 10s of SIGTERM; killed")
+			}
+		}
+		k.release()
+		_ = os.RemoveAll(k.dir)
+	})
+	return err
+}

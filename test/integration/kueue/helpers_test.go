@@ -1,0 +1,191 @@
+package kueue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/mpiguard/mpiguard/policies/admissioncheck"
+	"github.com/mpiguard/mpiguard/test/fixtures"
+)
+
+// The cluster's Kueue setup: an AdmissionCheck answered by mpiguard, and
+// two ClusterQueues that require it, one per region. Their quota is ample:
+// what a job may use is the namespace's ResourceQuota, which only mpiguard
+// knows how to charge for an MPI job (Launcher and Workers as they render).
+const (
+	checkName  = "mpiguard"
+	regionKey  = "topology.kubernetes.io/region"
+	euQueue    = "cq-eu"
+	usQueue    = "cq-us"
+	runtime    = "kueue-gpu-workers"
+	queueLabel = "kueue.x-k8s.io/queue-name"
+	// euZone is the namespace label of the data-residency policy's "eu"
+	// zone (eu-west-1, eu-central-1).
+	zoneLabel = "mpiguard.io/data-residency"
+)
+
+func createKueueSetup(ctx context.Context) {
+	GinkgoHelper()
+	Expect(env.Client.Create(ctx, &kueue.AdmissionCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: checkName},
+		Spec:       kueue.AdmissionCheckSpec{ControllerName: admissioncheck.ControllerName},
+	})).To(Succeed())
+	for queue, region := range map[string]string{euQueue: "eu-west-1", usQueue: "us-east-1"} {
+		flavor := queue + "-" + region
+		Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
+			ObjectMeta: metav1.ObjectMeta{Name: flavor},
+			Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: region}},
+		})).To(Succeed())
+		Expect(env.Client.Create(ctx, clusterQueue(queue, flavor))).To(Succeed())
+	}
+	// Kueue admits through a ClusterQueue only while every check it names
+	// is Active: mpiguard says so.
+	for _, queue := range []string{euQueue, usQueue} {
+		Eventually(func(g Gomega) {
+			cq := &kueue.ClusterQueue{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: queue}, cq)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(cq.Status.Conditions, kueue.ClusterQueueActive)).To(BeTrue(), "ClusterQueue %s: %v", queue, cq.Status.Conditions)
+		}).Should(Succeed())
+	}
+	env.CreateClusterRuntime(ctx, fixtures.GPUWorkersRuntime(runtime, "4").Cluster())
+}
+
+// clusterQueue requires mpiguard's check and offers 64 CPUs, 256Gi and 64
+// GPUs of one flavor to every namespace.
+func clusterQueue(name, flavor string) *kueue.ClusterQueue {
+	quota := func(res, q string) kueue.ResourceQuota {
+		return kueue.ResourceQuota{Name: corev1.ResourceName(res), NominalQuota: resource.MustParse(q)}
+	}
+	return &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueue.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
+				Flavors: []kueue.FlavorQuotas{{
+					Name:      kueue.ResourceFlavorReference(flavor),
+					Resources: []kueue.ResourceQuota{quota("cpu", "64"), quota("memory", "256Gi"), quota("nvidia.com/gpu", "64")},
+				}},
+			}},
+			AdmissionChecksStrategy: &kueue.AdmissionChecksStrategy{AdmissionChecks: []kueue.AdmissionCheckStrategyRule{{Name: checkName}}},
+		},
+	}
+}
+
+// queuedNamespace is a fresh namespace in data residency zone "eu" with a
+// LocalQueue to ClusterQueue queue and, unless gpus is "", a ResourceQuota
+// of gpus GPUs of which used are in use.
+func queuedNamespace(ctx context.Context, queue, gpus, used string) string {
+	GinkgoHelper()
+	ns := env.Namespace(ctx, map[string]string{zoneLabel: "eu"})
+	Expect(env.Client.Create(ctx, &kueue.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "queue"},
+		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(queue)},
+	})).To(Succeed())
+	if gpus != "" {
+		env.CreateQuota(ctx, fixtures.ResourceQuota(ns, "gpus", "requests.nvidia.com/gpu", gpus), fixtures.ResourceList("requests.nvidia.com/gpu", used))
+	}
+	return ns
+}
+
+// submit creates an 8-GPU MPI TrainJob (1 Launcher + 2 Workers x 4 GPUs)
+// queued to the namespace's LocalQueue, suspended, as Kueue's webhook
+// leaves a queued job (it is not registered here).
+func submit(ctx context.Context, ns, name string) *trainer.TrainJob {
+	GinkgoHelper()
+	job := fixtures.TrainJob(ns, name, runtime).NumNodes(2).NumProcPerNode(4).Suspend(true).Label(queueLabel, "queue").Obj()
+	Expect(env.Client.Create(ctx, job)).To(Succeed())
+	return job
+}
+
+// get reads the stored TrainJob.
+func get(ctx context.Context, job *trainer.TrainJob) *trainer.TrainJob {
+	GinkgoHelper()
+	stored := &trainer.TrainJob{}
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), stored)).To(Succeed())
+	return stored
+}
+
+func running(ctx context.Context, job *trainer.TrainJob) bool {
+	return !ptr.Deref(get(ctx, job).Spec.Suspend, true)
+}
+
+// workloadOf is the Workload Kueue made for job, once it exists.
+func workloadOf(ctx context.Context, g Gomega, job *trainer.TrainJob) *kueue.Workload {
+	var list kueue.WorkloadList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(job.Namespace))).To(Succeed())
+	var found *kueue.Workload
+	for i := range list.Items {
+		if owner := metav1.GetControllerOf(&list.Items[i]); owner != nil && owner.UID == job.UID {
+			found = &list.Items[i]
+		}
+	}
+	g.Expect(found).NotTo(BeNil(), "no Workload of TrainJob %s yet", job.Name)
+	return found
+}
+
+// check is the state of mpiguard's check on wl, once Kueue has added it.
+func check(g Gomega, wl *kueue.Workload) kueue.AdmissionCheckState {
+	i := slices.IndexFunc(wl.Status.AdmissionChecks, func(s kueue.AdmissionCheckState) bool { return s.Name == checkName })
+	g.Expect(i).NotTo(BeNumerically("<", 0), "Workload %s has no check %s yet", wl.Name, checkName)
+	return wl.Status.AdmissionChecks[i]
+}
+
+// warnings are the Warning events mpiguard's check recorded on job with reason.
+func warnings(ctx context.Context, g Gomega, job *trainer.TrainJob, reason string) []string {
+	var list eventsv1.EventList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(job.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.UID == job.UID && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+// kueueEvents are the messages of the events Kueue recorded on wl with reason.
+func kueueEvents(ctx context.Context, g Gomega, wl *kueue.Workload, reason string) []string {
+	var list corev1.EventList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(wl.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == wl.UID && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// clusterQueueUsage is the GPUs ClusterQueue queue has reserved, and how many
+// Workloads hold a reservation in it.
+func clusterQueueUsage(ctx context.Context, g Gomega, queue string) (gpus string, reserving int32) {
+	cq := &kueue.ClusterQueue{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: queue}, cq)).To(Succeed())
+	total := resource.Quantity{}
+	for _, f := range cq.Status.FlavorsReservation {
+		for _, r := range f.Resources {
+			if r.Name == "nvidia.com/gpu" {
+				total.Add(r.Total)
+			}
+		}
+	}
+	return total.String(), cq.Status.ReservingWorkloads
+}
+
+func describe(wl *kueue.Workload) string {
+	return fmt.Sprintf("Workload %s: checks %+v, conditions %+v", wl.Name, wl.Status.AdmissionChecks, wl.Status.Conditions)
+}
