@@ -1,8 +1,20 @@
 # max-duration: every TrainJob gets a deadline. Mutate: set
 # spec.activeDeadlineSeconds on CREATE when absent (cluster default). Validate:
 # deny a deadline above the ceiling (cluster default, or the namespace's own
-# limit from an admin-set annotation, which may lower or raise it).
-# spec.activeDeadlineSeconds is immutable, so only CREATE is checked.
+# limit from an admin-set annotation, which may lower or raise it) on CREATE,
+# on an UPDATE that sets or changes it, and when a suspended job is resumed;
+# deny an UPDATE that removes it.
+#
+# spec.activeDeadlineSeconds is immutable, but the CRD's rule (self ==
+# oldSelf) does not fire when the stored job has none (an update may add one
+# of any size) or when an update removes it (a client compiled against a
+# TrainJob type without the field, as every Kueue release targeting Trainer
+# v2.0/v2.1 is, writes objects without it). The mutating pass puts a removed
+# deadline back from the stored object (policies/pipeline, restore.go), so the
+# removal rule here only catches an update that lost it after mpiguard's
+# mutation. A resume is judged because the deadline counts from it, and
+# because an UPDATE of a job that stays suspended is only warned about until
+# then (policies/pipeline, deferDenials).
 package mpiguard.policies.max_duration
 
 import data.mpiguard.lib
@@ -44,11 +56,55 @@ mutate contains {"target": "trainJob", "field": "spec.activeDeadlineSeconds", "v
 	input.trainJob.activeDeadlineSeconds == 0
 }
 
+# is_update: the admission operation being decided is an UPDATE.
+is_update if input.request.operation == "UPDATE"
+
+# deadline_changed: an UPDATE that sets, changes or removes the deadline.
+deadline_changed if {
+	is_update
+	input.trainJob.activeDeadlineSeconds != input.oldTrainJob.activeDeadlineSeconds
+}
+
+# resumed: an UPDATE that resumes a suspended job (Kueue admits so).
+resumed if {
+	is_update
+	input.oldTrainJob.suspend == true
+	input.trainJob.suspend == false
+}
+
+# deadline_written: the request writes the deadline: a CREATE, or an UPDATE
+# that sets or changes it.
+deadline_written if lib.is_create
+
+deadline_written if deadline_changed
+
+# deadline_decided: the request decides how long the job may run: it writes
+# the deadline, or resumes the job. An UPDATE that keeps the stored deadline
+# of a job that does not start now is not judged again: a ceiling lowered
+# since admission must not block a running job's other updates.
+deadline_decided if deadline_written
+
+deadline_decided if resumed
+
 deny contains lib.violation("spec.activeDeadlineSeconds", msg_over_max_duration(input.trainJob.activeDeadlineSeconds, limit_seconds, limit_source)) if {
 	lib.mpi_job
-	lib.is_create
+	deadline_written
 	input.trainJob.activeDeadlineSeconds > limit_seconds
 }
+
+# A resume keeping a deadline above a ceiling lowered since it was stored:
+# the deadline can no longer be changed, so the fix differs.
+deny contains lib.violation("spec.activeDeadlineSeconds", msg_stored_over_max_duration(input.trainJob.activeDeadlineSeconds, limit_seconds, limit_source)) if {
+	lib.mpi_job
+	resumed
+	not deadline_changed
+	input.trainJob.activeDeadlineSeconds > limit_seconds
+}
+
+msg_stored_over_max_duration(seconds, limit_seconds, source) := sprintf(
+	"TrainJob may run for %s from its resume (spec.activeDeadlineSeconds %d) but %s allows at most %s; spec.activeDeadlineSeconds cannot change once set, so recreate the TrainJob with spec.activeDeadlineSeconds %d (%s) or less, or ask an admin to raise the limit",
+	[hours(seconds), seconds, source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
+)
 
 msg_over_max_duration(seconds, limit_seconds, source) := sprintf(
 	"TrainJob may run for %s (spec.activeDeadlineSeconds %d) but %s allows at most %s; set spec.activeDeadlineSeconds to %d (%s) or less, or ask an admin to raise the limit",
@@ -66,9 +122,22 @@ msg_no_duration(limit_seconds, source) := sprintf(
 	[source, hours(limit_seconds), limit_seconds, hours(limit_seconds)],
 )
 
+# An update that removes the deadline the job was stored with.
+deny contains lib.violation("spec.activeDeadlineSeconds", msg_deadline_removed(input.oldTrainJob.activeDeadlineSeconds)) if {
+	lib.mpi_job
+	is_update
+	input.trainJob.activeDeadlineSeconds == 0
+	input.oldTrainJob.activeDeadlineSeconds > 0
+}
+
+msg_deadline_removed(stored) := sprintf(
+	"the update removes spec.activeDeadlineSeconds (stored: %d, %s), which cannot change once set; keep spec.activeDeadlineSeconds %d in the object you write (a client built against a TrainJob type without the field drops it: use one that knows it, or patch only the fields you change)",
+	[stored, hours(stored), stored],
+)
+
 deny contains lib.violation("metadata.namespace", msg_bad_duration_annotation(ns.name, params.namespaceAnnotation, annotation_value)) if {
 	lib.mpi_job
-	lib.is_create
+	deadline_decided
 	annotation_value
 	not valid_annotation
 }

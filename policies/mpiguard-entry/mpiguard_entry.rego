@@ -6,9 +6,10 @@
 # posing as mpiguard's could set what the policies then take for mpiguard's
 # work. Validate: deny an entry under that manager that sets anything mpiguard
 # never writes, or that is not the entry mpiguard writes for this TrainJob (on
-# UPDATE: the one stored with it). The engine compares the entry with the
-# mutation in Go and reports the differences in input.trainJob.mpiguardEntries;
-# this policy decides and words the denial. Its env is judged like any other
+# UPDATE: the one stored with it), and an UPDATE that drops the stored one.
+# The engine compares the entry with the mutation in Go and reports the
+# differences in input.trainJob.mpiguardEntries; this policy decides and words
+# the denial. Its env is judged like any other
 # entry's by the other policies (slots-gpus' reserved env).
 package mpiguard.policies.mpiguard_entry
 
@@ -52,6 +53,24 @@ deny contains lib.violation(entry.field, msg_entry_unwanted(entry.field)) if {
 msg_entry_unwanted(field) := sprintf(
 	"%s has manager %s, which is reserved for mpiguard's own entry, but mpiguard writes no such entry for this TrainJob (no policy changes its pod templates here, or this is a second entry); an entry under mpiguard's name is trusted as mpiguard's work; remove the runtimePatches entry with manager %s or give it a manager of your own; mpiguard writes its entry itself when it needs one",
 	[field, manager, manager],
+)
+
+# An UPDATE that drops the entry mpiguard stored with the job. The mutating
+# pass puts the stored entry back when an update leaves it out (a client
+# compiled against a TrainJob type without spec.runtimePatches, as every
+# Kueue release targeting Trainer v2.0/v2.1 is, writes objects without it:
+# policies/pipeline, restore.go), so this only catches an update that lost it
+# after mpiguard's mutation.
+deny contains lib.violation("spec.runtimePatches", msg_entry_removed) if {
+	lib.mpi_job
+	input.request.operation == "UPDATE"
+	manager in input.oldTrainJob.runtimePatchManagers
+	not manager in input.trainJob.runtimePatchManagers
+}
+
+msg_entry_removed := sprintf(
+	"the update removes the runtimePatches entry with manager %s, which mpiguard wrote when the TrainJob was admitted (its pod template changes: Istio opt-out, data residency node affinity); keep that entry as stored in the object you write (a client built against a TrainJob type without spec.runtimePatches drops it: use one that knows it, or patch only the fields you change)",
+	[manager],
 )
 
 # some_paths names the first field paths of a list and counts the rest.

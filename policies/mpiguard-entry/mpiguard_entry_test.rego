@@ -66,3 +66,24 @@ test_entry_where_mpiguard_writes_none_denied if {
 	some v in got
 	contains(v.msg, "but mpiguard writes no such entry for this TrainJob")
 }
+
+# update_managers is an UPDATE from a stored job with runtime patch managers
+# old to one with managers new.
+update_managers(old, new) := object.union(job_input("UPDATE", []), {
+	"oldTrainJob": {"name": "train", "namespace": "team-a", "runtimePatchManagers": old},
+	"trainJob": {"runtimePatchManagers": new},
+})
+
+test_update_dropping_the_stored_entry_denied if {
+	got := mpiguard_entry.deny with input as update_managers(["kueue.x-k8s.io/manager", "mpiguard.io/admission"], ["kueue.x-k8s.io/manager"])
+	got == {{
+		"field": "spec.runtimePatches",
+		"msg": "the update removes the runtimePatches entry with manager mpiguard.io/admission, which mpiguard wrote when the TrainJob was admitted (its pod template changes: Istio opt-out, data residency node affinity); keep that entry as stored in the object you write (a client built against a TrainJob type without spec.runtimePatches drops it: use one that knows it, or patch only the fields you change)",
+	}}
+	count(mpiguard_entry.deny) == 1 with input as update_managers(["mpiguard.io/admission"], [])
+}
+
+test_update_keeping_the_stored_entry_allowed if {
+	count(mpiguard_entry.deny) == 0 with input as update_managers(["mpiguard.io/admission"], ["kueue.x-k8s.io/manager", "mpiguard.io/admission"])
+	count(mpiguard_entry.deny) == 0 with input as update_managers([], ["kueue.x-k8s.io/manager"])
+}

@@ -6,7 +6,8 @@
 // they ask for:
 //
 //	Mutate    the mutating webhook: render, ask the policies for their
-//	          mutations, answer with the JSON patch.
+//	          mutations, restore what an UPDATE leaves out of mpiguard's
+//	          stored decisions (restore.go), answer with the JSON patch.
 //	Validate  the validating webhook: render the object as the apiserver
 //	          will store it and judge it.
 //	Admit     both, as the apiserver runs them one after the other: render,

@@ -167,6 +167,8 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		if v.Mutation, err = p.engine.Mutations(ctx, er); err != nil {
 			return nil, &PolicyError{err}
 		}
+		// An update that leaves out what mpiguard decided gets it back.
+		restoreStored(v.Mutation, req.OldTrainJob, req.TrainJob)
 		if v.Patch, err = patchOperations(req.raw(), req.TrainJob, v.Mutation); err != nil {
 			return nil, err
 		}

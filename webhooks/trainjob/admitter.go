@@ -8,6 +8,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -30,6 +31,8 @@ type admitter struct {
 	// maxUnconfirmed caps the entries a namespace holds on trust (0: no cap).
 	maxUnconfirmed int
 	metrics        webhookMetrics
+	// recorder writes the Warning events of denied updates (events.go); nil: none.
+	recorder events.EventRecorder
 }
 
 // decode turns an AdmissionReview's request into the pipeline's. It returns

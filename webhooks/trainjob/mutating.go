@@ -11,8 +11,10 @@ import (
 // +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=mtrainjob.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded
 
 // Mutator is the mutating TrainJob webhook: it applies the policies' mutations
-// (the default deadline, mpiguard's own spec.runtimePatches entry). It never
-// denies: the validating webhook decides on the mutated object.
+// (the default deadline, mpiguard's own spec.runtimePatches entry) and, on
+// UPDATE, puts back the stored ones the update leaves out (the pipeline
+// decides both). It never denies: the validating webhook decides on the
+// mutated object.
 type Mutator struct{ *admitter }
 
 // Handle implements admission.Handler.
@@ -23,7 +25,10 @@ func (m Mutator) Handle(ctx context.Context, req admission.Request) admission.Re
 	}
 	v, err := m.pipeline.Run(ctx, m.cluster, r, pipeline.Mutate)
 	if err != nil {
-		return *refused(err)
+		// An update refused here never reaches the validating webhook.
+		resp := *refused(err)
+		m.reportDenied(r, resp)
+		return resp
 	}
 	if !v.Governed || len(v.Patch) == 0 {
 		return admission.Allowed("")

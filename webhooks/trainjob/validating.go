@@ -21,6 +21,13 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	if done != nil {
 		return *done
 	}
+	resp := v.decide(ctx, req, r)
+	v.reportDenied(r, resp)
+	return resp
+}
+
+// decide answers a decoded request.
+func (v Validator) decide(ctx context.Context, req admission.Request, r *pipeline.Request) admission.Response {
 	governed, err := v.pipeline.Governed(ctx, v.cluster, r)
 	switch {
 	case err != nil:

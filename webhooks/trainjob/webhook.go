@@ -72,6 +72,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		grace:          opts.ReservationGrace,
 		maxUnconfirmed: opts.MaxUnconfirmedReservations,
 		reservations:   reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),
+		recorder:       mgr.GetEventRecorder(EventsController),
 	}
 	v := Validator{a}
 	a.batches = newBatches(v.decideBatch)

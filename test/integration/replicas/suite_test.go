@@ -45,6 +45,7 @@ var _ = Describe("two mpiguard replicas behind one webhook endpoint", Ordered, C
 	topologySpecs()
 	faultSpecs()
 	quotaSpecs()
+	deniedUpdateSpecs()
 	clientAuthSpecs()
 	outageSpecs()
 	rolloutSpecs()

@@ -1,0 +1,176 @@
+package trainjob
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/test/fixtures"
+)
+
+// recordedEvent is what a recorder was asked to write.
+type recordedEvent struct {
+	Regarding, Type, Reason, Action, Note string
+}
+
+// eventsSeen is an events.EventRecorder that keeps what it is given.
+type eventsSeen struct {
+	mu   sync.Mutex
+	list []recordedEvent
+}
+
+var _ events.EventRecorder = (*eventsSeen)(nil)
+
+func (e *eventsSeen) Eventf(regarding, _ runtime.Object, eventtype, reason, action, note string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	o := regarding.(client.Object)
+	e.list = append(e.list, recordedEvent{o.GetNamespace() + "/" + o.GetName(), eventtype, reason, action, fmt.Sprintf(note, args...)})
+}
+
+// TestDeniedUpdatesLeaveAnEvent: a refused UPDATE (not a dry run) leaves one
+// Warning event on the TrainJob with the answer's message, naming what was
+// refused and who asked; nothing else leaves one.
+func TestDeniedUpdatesLeaveAnEvent(t *testing.T) {
+	rt := fixtures.MPIRuntime("openmpi").Cluster()
+	if err := render.ApplyDefaults(rt); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+	stored := fixtures.TrainJob("team-a", "run", "openmpi").NumNodes(1).ActiveDeadlineSeconds(3600).Obj()
+	stored.UID, stored.ResourceVersion = "uid-1", "7"
+	// Another manager's runtime patch opting the Workers into the Istio mesh:
+	// istio-opt-out denies it.
+	optIn := stored.DeepCopy()
+	optIn.Spec.RuntimePatches = append(optIn.Spec.RuntimePatches, trainer.RuntimePatch{
+		Manager: "example.com/mesh",
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{
+			ReplicatedJobs: []trainer.ReplicatedJobPatch{{Name: "node", Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{
+				Template: &trainer.PodTemplatePatch{Metadata: &metav1.ObjectMeta{Labels: map[string]string{"sidecar.istio.io/inject": "true"}}},
+			}}}},
+		}}},
+	})
+	// Created suspended: a create that starts nothing is decided without quota.
+	suspendedOptIn := optIn.DeepCopy()
+	suspendedOptIn.Spec.Suspend = ptr.To(true)
+	allowed := stored.DeepCopy()
+	allowed.Labels = map[string]string{"team": "vision"}
+	allowed.Spec.Trainer.NumProcPerNode = ptr.To[int32](1)
+	gone := stored.DeepCopy()
+	gone.Spec.RuntimeRef.Name = "missing"
+
+	review := func(op admissionv1.Operation, job, old *trainer.TrainJob, dryRun bool) admission.Request {
+		raw := func(j *trainer.TrainJob) runtime.RawExtension {
+			if j == nil {
+				return runtime.RawExtension{}
+			}
+			b, err := json.Marshal(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return runtime.RawExtension{Raw: b}
+		}
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "1", Operation: op, Namespace: "team-a", Name: "run",
+			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:tools:mesh"},
+			Object:   raw(job), OldObject: raw(old), DryRun: ptr.To(dryRun),
+		}}
+	}
+	denial := "mpiguard denied an update of this TrainJob by system:serviceaccount:tools:mesh: TrainJob team-a/run violates 1 mpiguard policy:\n- [istio-opt-out]"
+	for _, tc := range []struct {
+		name    string
+		handler func(*admitter) admission.Handler
+		req     admission.Request
+		denied  bool
+		want    []recordedEvent // Note: its prefix
+	}{{
+		name:    "a denied update by another manager",
+		handler: func(a *admitter) admission.Handler { return Validator{a} },
+		req:     review(admissionv1.Update, optIn, stored, false),
+		denied:  true,
+		want:    []recordedEvent{{Regarding: "team-a/run", Type: "Warning", Reason: ReasonUpdateDenied, Action: "Update", Note: denial}},
+	}, {
+		name:    "the same as a dry run",
+		handler: func(a *admitter) admission.Handler { return Validator{a} },
+		req:     review(admissionv1.Update, optIn, stored, true),
+		denied:  true,
+	}, {
+		name:    "a denied create: its submitter has the answer, and there is no object",
+		handler: func(a *admitter) admission.Handler { return Validator{a} },
+		req:     review(admissionv1.Create, suspendedOptIn, nil, false),
+		denied:  true,
+	}, {
+		name:    "an allowed update",
+		handler: func(a *admitter) admission.Handler { return Validator{a} },
+		req:     review(admissionv1.Update, allowed, stored, false),
+	}, {
+		name:    "an update the mutating webhook refuses (its runtime is gone)",
+		handler: func(a *admitter) admission.Handler { return Mutator{a} },
+		req:     review(admissionv1.Update, gone, stored, false),
+		denied:  true,
+		want: []recordedEvent{{Regarding: "team-a/run", Type: "Warning", Reason: ReasonUpdateDenied, Action: "Update",
+			Note: "mpiguard denied an update of this TrainJob by system:serviceaccount:tools:mesh: "}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := testAdmitter(t, rt, ns)
+			seen := &eventsSeen{}
+			a.recorder = seen
+			resp := tc.handler(a).Handle(context.Background(), tc.req)
+			if resp.Allowed == tc.denied {
+				t.Fatalf("allowed %t, want %t: %v", resp.Allowed, !tc.denied, resp.Result)
+			}
+			got := seen.list
+			for i := range got {
+				if i < len(tc.want) && strings.HasPrefix(got[i].Note, tc.want[i].Note) {
+					got[i].Note = tc.want[i].Note
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCutNote(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		note string
+	}{
+		{"short", "denied"},
+		{"exactly the limit", strings.Repeat("a", maxEventNote)},
+		{"long", strings.Repeat("a", 5000)},
+		{"long, multi-byte characters across the cut", strings.Repeat("é", 3000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cutNote(tc.note)
+			switch {
+			case len(got) > maxEventNote:
+				t.Errorf("%d bytes, over the apiserver's %d", len(got), maxEventNote)
+			case !utf8.ValidString(got):
+				t.Errorf("cut inside a character: %q", got[len(got)-len(truncatedNote)-4:])
+			case len(tc.note) <= maxEventNote && got != tc.note:
+				t.Errorf("a note within the limit was changed: %q", got)
+			case len(tc.note) > maxEventNote && (!strings.HasSuffix(got, truncatedNote) || !strings.HasPrefix(tc.note, strings.TrimSuffix(got, truncatedNote))):
+				t.Errorf("cut note %q is not a prefix of the note followed by %q", got, truncatedNote)
+			}
+		})
+	}
+}
