@@ -67,14 +67,29 @@ func TestMpiguardEntryPolicyExists(t *testing.T) {
 }
 
 func TestEventNote(t *testing.T) {
-	short := "fits"
-	if got := EventNote(short, "elsewhere"); got != short {
-		t.Errorf("a short note changed: %q", got)
-	}
-	// Multi-byte runes across the cut: the result must stay valid UTF-8.
-	long := strings.Repeat("é", MaxEventNote)
-	got := EventNote(long, "in the Report")
-	if len(got) > MaxEventNote || !utf8.ValidString(got) || !strings.HasSuffix(got, "… (cut; the full text is in the Report)") {
-		t.Errorf("EventNote(%d bytes) = %d bytes, valid UTF-8 %v, ends %q", len(long), len(got), utf8.ValidString(got), got[max(len(got)-50, 0):])
+	const where = "in the Report"
+	tail := "… (cut; the full text is " + where + ")"
+	for _, tc := range []struct {
+		name string
+		note string
+	}{
+		{"short", "denied"},
+		{"exactly the limit", strings.Repeat("a", MaxEventNote)},
+		{"long", strings.Repeat("a", 5000)},
+		{"long, multi-byte characters across the cut", strings.Repeat("é", 3000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := EventNote(tc.note, where)
+			switch {
+			case len(got) > MaxEventNote:
+				t.Errorf("%d bytes, over the apiserver's %d", len(got), MaxEventNote)
+			case !utf8.ValidString(got):
+				t.Errorf("cut inside a character: %q", got[len(got)-len(tail)-4:])
+			case len(tc.note) <= MaxEventNote && got != tc.note:
+				t.Errorf("a note within the limit was changed: %q", got)
+			case len(tc.note) > MaxEventNote && (!strings.HasSuffix(got, tail) || !strings.HasPrefix(tc.note, strings.TrimSuffix(got, tail))):
+				t.Errorf("cut note %q is not a prefix of the note followed by %q", got, tail)
+			}
+		})
 	}
 }

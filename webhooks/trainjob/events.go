@@ -3,7 +3,6 @@ package trainjob
 import (
 	"fmt"
 	"net/http"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -45,12 +44,6 @@ const (
 	actionUpdate = "Update"
 )
 
-// maxEventNote is the apiserver's limit on an event's note (events.k8s.io/v1).
-const maxEventNote = 1024
-
-// truncatedNote ends a note cut to maxEventNote.
-const truncatedNote = " ... (cut; the full text is in the answer to the update and in mpiguard's decision log)"
-
 // reportDenied records a Warning event on the TrainJob of r, a decoded
 // request, when resp refuses it and it is an UPDATE that is not a dry run:
 // a dry run has no side effects (the webhooks declare sideEffects
@@ -75,18 +68,5 @@ func (a *admitter) reportDenied(r *pipeline.Request, resp admission.Response) {
 	if reason == ReasonUpdateNotDecided {
 		note = fmt.Sprintf("mpiguard refused %s of this TrainJob by %s without deciding it: %s", what, r.User, message)
 	}
-	a.recorder.Eventf(r.OldTrainJob, nil, corev1.EventTypeWarning, reason, action, "%s", cutNote(note))
-}
-
-// cutNote shortens a note longer than the apiserver accepts, on a character
-// boundary, saying where the rest is.
-func cutNote(note string) string {
-	if len(note) <= maxEventNote {
-		return note
-	}
-	n := maxEventNote - len(truncatedNote)
-	for n > 0 && !utf8.RuneStart(note[n]) {
-		n--
-	}
-	return note[:n] + truncatedNote
+	a.recorder.Eventf(r.OldTrainJob, nil, corev1.EventTypeWarning, reason, action, "%s", pipeline.EventNote(note, "in the answer to the update and in mpiguard's decision log"))
 }

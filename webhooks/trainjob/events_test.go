@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -144,32 +143,6 @@ func TestDeniedUpdatesLeaveAnEvent(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestCutNote(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		note string
-	}{
-		{"short", "denied"},
-		{"exactly the limit", strings.Repeat("a", maxEventNote)},
-		{"long", strings.Repeat("a", 5000)},
-		{"long, multi-byte characters across the cut", strings.Repeat("é", 3000)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := cutNote(tc.note)
-			switch {
-			case len(got) > maxEventNote:
-				t.Errorf("%d bytes, over the apiserver's %d", len(got), maxEventNote)
-			case !utf8.ValidString(got):
-				t.Errorf("cut inside a character: %q", got[len(got)-len(truncatedNote)-4:])
-			case len(tc.note) <= maxEventNote && got != tc.note:
-				t.Errorf("a note within the limit was changed: %q", got)
-			case len(tc.note) > maxEventNote && (!strings.HasSuffix(got, truncatedNote) || !strings.HasPrefix(tc.note, strings.TrimSuffix(got, truncatedNote))):
-				t.Errorf("cut note %q is not a prefix of the note followed by %q", got, truncatedNote)
 			}
 		})
 	}
