@@ -211,8 +211,12 @@ func checkPractices(t *testing.T, rt *trainer.ClusterTrainingRuntime) {
 			t.Errorf("OpenMPI launcher does not pass --hostfile /etc/mpi/hostfile explicitly (OpenMPI 5 would run on one node): %s", script)
 		}
 	default:
-		if !strings.Contains(script, `print $1 ":" s[2]`) || !strings.Contains(script, "mpirun -f /tmp/mpiguard/hostfile") {
+		if !strings.Contains(script, `print h ":" s[2]`) || !strings.Contains(script, "mpirun -f /tmp/mpiguard/hostfile") {
 			t.Errorf("%s launcher does not convert the hostfile to host:N and pass it with -f: %s", impl, script)
+		}
+		// Over SSH, Hydra hangs without these (test/mpi, TestLauncherScripts).
+		if !strings.Contains(script, "self=$(hostname)") || !strings.Contains(script, `-localhost "$fqdn"`) {
+			t.Errorf("%s launcher does not name its own hostfile line by its hostname and pass -localhost with its FQDN (Hydra would ssh to the launcher itself, and the Workers' proxies could not call back): %s", impl, script)
 		}
 	}
 	switch rt.Labels[LabelGangScheduler] {

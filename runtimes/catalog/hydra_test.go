@@ -41,8 +41,10 @@ var rankLine = regexp.MustCompile(`^mpiguard-rank (\d+) of (\d+) on (\S+)$`)
 //
 // Hydra's fork launcher starts each host's proxy on this machine instead of over
 // SSH, so no cluster or DNS is needed; hostfile parsing and rank placement are
-// Hydra's own. Intel MPI's mpirun is Hydra too, but Intel's build is not
-// installable here: its runtime is run with MPICH's Hydra.
+// Hydra's own. The launcher runs in a stand-in for its pod: hostname says the
+// pod's name, which the launcher writes as its own hostfile line. Intel MPI's
+// mpirun is Hydra too, but Intel's build is not installable here: its runtime
+// is run with MPICH's Hydra. test/mpi runs the same over real SSH.
 func TestHydraStartsSlotsPerWorkerOnEveryHost(t *testing.T) {
 	hydra := lookHydra(t)
 	r, err := render.NewRenderer(context.Background())
@@ -63,11 +65,12 @@ func TestHydraStartsSlotsPerWorkerOnEveryHost(t *testing.T) {
 		for _, size := range []struct{ numNodes, slots int32 }{{1, 2}, {3, 2}, {4, 1}} {
 			t.Run(fmt.Sprintf("%s/numNodes=%d/slots=%d", tpl.File, size.numNodes, size.slots), func(t *testing.T) {
 				view, launcher := renderHydraJob(t, r, tpl.Runtime, size.numNodes, size.slots)
-				got := runLauncher(t, hydra, launcher, view.Hostfile)
+				got := runLauncher(t, hydra, launcher, view.Hostfile, fmt.Sprintf("%s-%s-0-0", hydraJob, view.Launcher.Name))
 
-				// The Trainer's hosts: every Worker pod, then the Launcher (runLauncherAsNode).
-				// numNodes 1 still gets one Worker: the Trainer sizes the node job
-				// max(numNodes-1, 1).
+				// The Trainer's hosts: every Worker pod, then the Launcher
+				// (runLauncherAsNode), by its bare hostname (what Hydra starts
+				// locally). numNodes 1 still gets one Worker: the Trainer sizes
+				// the node job max(numNodes-1, 1).
 				wantWorkers := max(size.numNodes-1, 1)
 				if view.Workers.Pods != wantWorkers {
 					t.Errorf("%d Workers for numNodes %d, want %d", view.Workers.Pods, size.numNodes, wantWorkers)
@@ -76,7 +79,7 @@ func TestHydraStartsSlotsPerWorkerOnEveryHost(t *testing.T) {
 				for i := range wantWorkers {
 					hosts = append(hosts, fmt.Sprintf("%s-%s-0-%d.%s", hydraJob, view.Workers.Name, i, hydraJob))
 				}
-				hosts = append(hosts, fmt.Sprintf("%s-%s-0-0.%s", hydraJob, view.Launcher.Name, hydraJob))
+				hosts = append(hosts, fmt.Sprintf("%s-%s-0-0", hydraJob, view.Launcher.Name))
 				// Hydra's -ppn places ranks in blocks of Slots per worker, host by host
 				// in hostfile order.
 				total := int32(len(hosts)) * size.slots
@@ -132,9 +135,9 @@ func renderHydraJob(t *testing.T, r *render.Renderer, rt *trainer.ClusterTrainin
 }
 
 // runLauncher runs the Launcher container's command line and environment with
-// the hostfile in a temporary folder, Hydra as mpirun and its fork launcher, and
-// returns the rank lines sorted by rank.
-func runLauncher(t *testing.T, hydra string, launcher *corev1.Container, hostfile []string) []string {
+// the hostfile in a temporary folder, Hydra as mpirun and its fork launcher, in
+// a pod named self, and returns the rank lines sorted by rank.
+func runLauncher(t *testing.T, hydra string, launcher *corev1.Container, hostfile []string, self string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -143,9 +146,11 @@ func runLauncher(t *testing.T, hydra string, launcher *corev1.Container, hostfil
 	must(t, os.WriteFile(hf, []byte(strings.Join(hostfile, "\n")+"\n"), 0o644))
 	// mpirun is Hydra even where Open MPI's mpirun comes first on PATH (exec'd by
 	// its full path: Hydra finds its proxy beside itself); the hostnames do not
-	// resolve here, so getent says they do.
+	// resolve here, so getent says they do. hostname is the pod's; the FQDN
+	// (-f), which only proxies started over SSH call back to, is unused by fork.
 	must(t, os.WriteFile(filepath.Join(bin, "mpirun"), []byte("#!/bin/sh\nexec "+hydra+" \"$@\"\n"), 0o755))
 	must(t, os.WriteFile(filepath.Join(bin, "getent"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(bin, "hostname"), []byte("#!/bin/sh\n[ \"$1\" = -f ] && echo "+self+"."+hydraJob+".team-a.svc.cluster.local || echo "+self+"\n"), 0o755))
 	setvars := filepath.Join(dir, "setvars.sh")
 	must(t, os.WriteFile(setvars, []byte("# Intel oneAPI stand-in: Hydra is already on PATH\n"), 0o644))
 

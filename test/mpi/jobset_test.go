@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
@@ -62,4 +63,23 @@ func (k *kubelet) podsOf(replicatedJob string) []*pod {
 		}
 	}
 	return out
+}
+
+// cancelOnOutput calls cancel once a pod of replicatedJob has printed want, or
+// when ctx ends: a run that hangs once it has failed for a known reason need
+// not wait for its deadline.
+func (k *kubelet) cancelOnOutput(ctx context.Context, cancel context.CancelFunc, replicatedJob, want string) {
+	for {
+		for _, p := range k.podsOf(replicatedJob) {
+			if strings.Contains(p.out.String(), want) {
+				cancel()
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -42,8 +42,8 @@ var rankLine = regexp.MustCompile(`^mpiguard-rank (\d+) of (\d+) on (\S+)$`)
 // network, mount and UTS namespaces on this machine, and checks that the
 // launcher's mpirun started Slots per worker ranks on every Worker and on the
 // launcher, the Workers' over SSH with the Trainer's key. Open MPI v1 and v2
-// and DeepSpeed run; MPICH and Intel MPI are skipped until their launcher
-// works over SSH (hydraLauncherBroken says why and how to fix it).
+// and DeepSpeed run Open MPI's mpirun; MPICH and Intel MPI run MPICH's Hydra
+// (Intel's own build is not installable here: mpiImage says so).
 //
 // What is real: the Trainer's rendering; the pods' hostnames, their
 // JobSet DNS names (in /etc/hosts) and IP addresses on a bridge; the Secret
@@ -84,11 +84,8 @@ func TestRanksOverSSH(t *testing.T) {
 	}
 	for _, rt := range versions {
 		t.Run(rt.Name, func(t *testing.T) {
-			if hydra(rt) {
-				t.Skip(hydraLauncherBroken)
-			}
 			t.Parallel()
-			if err := launch(t, rt, nil); err != nil {
+			if err := launch(t, rt, nil, ""); err != nil {
 				t.Error(err)
 			}
 		})
@@ -96,12 +93,18 @@ func TestRanksOverSSH(t *testing.T) {
 
 	breakages := []struct {
 		name string
+		// base is the curated runtime broken; mpiguard-openmpi if empty.
+		base string
 		// runtime breaks the runtime before the Trainer renders it; rendered
 		// breaks what it rendered.
 		runtime  func(*testing.T, *trainer.ClusterTrainingRuntime)
 		rendered func(*rendered)
 		// wantErr is in the failure: the run fails for this breakage's reason.
 		wantErr string
+		// hangs: the broken launcher never exits (Hydra waits for its proxies
+		// forever, MPIEXEC_TIMEOUT or not), so the run ends once the launcher
+		// has printed wantErr.
+		hangs bool
 	}{{
 		name: "hostfile without the last Worker",
 		rendered: func(r *rendered) {
@@ -155,15 +158,45 @@ func TestRanksOverSSH(t *testing.T) {
 			c.SecurityContext.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
 		},
 		wantErr: "Operation not permitted",
+	}, {
+		// Hydra starts a proxy locally only for a host named exactly as
+		// gethostname() says; for <hostname>.<subdomain> it runs ssh to the
+		// launcher itself, where no sshd listens.
+		name: "Hydra launcher keeping its own hostfile line as the Trainer writes it (<hostname>.<subdomain>)",
+		base: "mpiguard-mpich",
+		runtime: func(t *testing.T, rt *trainer.ClusterTrainingRuntime) {
+			editLauncherScript(t, rt, "{h = self; own++}", "{own++}")
+		},
+		hangs:   true,
+		wantErr: jobName + "-" + constants.Launcher + "-0-0." + jobName + " port 2222: Connection refused",
+	}, {
+		// Without -localhost, Hydra's proxies call back to the launcher's bare
+		// hostname, which the Workers cannot resolve: neither /etc/hosts here
+		// nor a pod's DNS search path has the JobSet's subdomain.
+		name: "Hydra launcher without -localhost (Workers call back to its bare hostname)",
+		base: "mpiguard-mpich",
+		runtime: func(t *testing.T, rt *trainer.ClusterTrainingRuntime) {
+			editLauncherScript(t, rt, ` -localhost "$fqdn"`, "")
+		},
+		hangs:   true,
+		wantErr: "unable to get host address for " + jobName + "-" + constants.Launcher + "-0-0\n",
 	}}
 	for _, b := range breakages {
 		t.Run("broken/"+b.name, func(t *testing.T) {
 			t.Parallel()
-			rt := byName["mpiguard-openmpi"].DeepCopy()
+			base := "mpiguard-openmpi"
+			if b.base != "" {
+				base = b.base
+			}
+			rt := byName[base].DeepCopy()
 			if b.runtime != nil {
 				b.runtime(t, rt)
 			}
-			err := launch(t, rt, b.rendered)
+			var giveUpOn string
+			if b.hangs {
+				giveUpOn = b.wantErr
+			}
+			err := launch(t, rt, b.rendered, giveUpOn)
 			if err == nil {
 				t.Fatalf("mpirun started every rank on every host with %s; the test must catch this", b.name)
 			}
@@ -176,8 +209,9 @@ func TestRanksOverSSH(t *testing.T) {
 }
 
 // launch renders the TrainJob on rt, applies breakRendered (if any), runs its
-// pods and checks the ranks. An error says what went wrong.
-func launch(t *testing.T, rt *trainer.ClusterTrainingRuntime, breakRendered func(*rendered)) error {
+// pods until the launcher exits (or, if giveUpOn is set, has printed it), and
+// checks the ranks. An error says what went wrong.
+func launch(t *testing.T, rt *trainer.ClusterTrainingRuntime, breakRendered func(*rendered), giveUpOn string) error {
 	job := &trainer.TrainJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: jobName, UID: "0a1b2c3d"},
 		Spec: trainer.TrainJobSpec{
@@ -199,6 +233,9 @@ func launch(t *testing.T, rt *trainer.ClusterTrainingRuntime, breakRendered func
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	k := newKubelet(t, r, namespace)
+	if giveUpOn != "" {
+		go k.cancelOnOutput(ctx, cancel, constants.Launcher, giveUpOn)
+	}
 	out, err := k.run(ctx)
 	if err != nil {
 		return err
@@ -260,21 +297,22 @@ func placed(out string, size int) rankPlacement {
 	return got
 }
 
-// hydraLauncherBroken is why the MPICH and Intel MPI runtimes are skipped:
-// run over SSH, their launcher never starts its ranks (seen with MPICH 4.0's
-// Hydra; Intel's is not installable here).
-const hydraLauncherBroken = `the curated Hydra launcher (MPICH, Intel MPI) does not work over SSH yet: ` +
-	`(1) Hydra starts its proxy locally only for a host named exactly as gethostname() says; the Trainer's ` +
-	`hostfile names the launcher <hostname>.<subdomain>, so mpiexec ssh-es to its own pod, where no sshd runs ` +
-	`("port 2222: Connection refused"); (2) Hydra's proxies connect back to the launcher's bare hostname, which ` +
-	`the Workers cannot resolve (their DNS search path lacks the JobSet's subdomain). Fix in the launcher script: ` +
-	`write the launcher's own hostfile line as $(hostname) and pass -localhost "$(hostname -f)" to mpirun; then ` +
-	`remove this skip (the test then runs them with MPICH's Hydra)`
-
-// hydra reports whether rt's launcher is Hydra's mpirun.
-func hydra(rt *trainer.ClusterTrainingRuntime) bool {
-	impl := rt.Labels[catalog.LabelMPIImplementation]
-	return impl == catalog.ImplementationMPICH || impl == catalog.ImplementationIntel
+// editLauncherScript replaces old by new in the launcher's shell script (its
+// command's third word).
+func editLauncherScript(t *testing.T, rt *trainer.ClusterTrainingRuntime, old, new string) {
+	t.Helper()
+	for i, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+		if rj.Name != constants.Launcher {
+			continue
+		}
+		c := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.Containers[0]
+		if len(c.Command) < 3 || !strings.Contains(c.Command[2], old) {
+			t.Fatalf("%s's launcher script has no %q to break: %q", rt.Name, old, c.Command)
+		}
+		c.Command[2] = strings.Replace(c.Command[2], old, new, 1)
+		return
+	}
+	t.Fatalf("%s has no %s job", rt.Name, constants.Launcher)
 }
 
 // workerContainer returns the node container of the runtime's Workers.

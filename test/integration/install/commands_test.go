@@ -142,7 +142,8 @@ func needKubectl() {
 
 var (
 	appliedLine = regexp.MustCompile(`^([^/\s]+)/(\S+) serverside-applied \(server dry run\)$`)
-	deletedLine = regexp.MustCompile(`^(\S+) "([^"]+)" deleted \(server dry run\)$`)
+	// kubectl 1.33 and later add "from NS namespace" to a namespaced object.
+	deletedLine = regexp.MustCompile(`^(\S+) "([^"]+)" deleted (?:from \S+ namespace )?\(server dry run\)$`)
 )
 
 // objectsIn reads kubectl's report of a dry-run apply or delete as
