@@ -20,9 +20,17 @@ func launcherCommand(implementation string) []string {
 	var mpirun string
 	switch implementation {
 	case catalog.ImplementationIntel, catalog.ImplementationMPICH:
-		// Hydra wants "host:N" where the Trainer writes OpenMPI's "host slots=N".
-		mpirun = `awk '{split($2, s, "="); print $1 ":" s[2]}' "$hostfile" > /tmp/mpiguard-hostfile
-mpirun -f /tmp/mpiguard-hostfile -n "$slots" hostname > /tmp/mpiguard-hosts`
+		// Hydra wants "host:N" where the Trainer writes OpenMPI's "host
+		// slots=N". As in the curated Hydra runtimes (and proven over real
+		// SSH by test/mpi): Hydra runs a host here rather than over SSH only
+		// when it is named exactly as gethostname() says, so the launcher's
+		// own line (runLauncherAsNode) gets its bare name; and the Workers'
+		// proxies connect back to -localhost, the FQDN cluster DNS resolves
+		// from any pod (the bare name needs the JobSet's subdomain in their
+		// search path).
+		mpirun = `self=$(hostname)
+awk -v self="$self" '{split($2, s, "="); h = $1} h == self || index(h, self ".") == 1 {h = self} {print h ":" s[2]}' "$hostfile" > /tmp/mpiguard-hostfile
+mpirun -f /tmp/mpiguard-hostfile -localhost "$(hostname -f)" -n "$slots" hostname > /tmp/mpiguard-hosts`
 	default:
 		mpirun = `mpirun --hostfile "$hostfile" -np "$slots" --map-by slot hostname > /tmp/mpiguard-hosts`
 	}

@@ -16,12 +16,17 @@ import (
 // getent: mpirun prints one hostname per rank, as `mpirun ... hostname` does, and
 // the script must leave the distinct hostnames in the termination message.
 func TestLauncherCommand(t *testing.T) {
+	// The launcher is host "a" (runLauncherAsNode): Hydra must find it under
+	// its bare hostname in the hostfile, and hand -localhost its FQDN to the
+	// Workers' proxies.
+	hydraHostfile := "a:2\nb.job:2\n"
 	cases := map[string]struct {
-		wantArgs string
+		wantArgs     string
+		wantHostfile string // what Hydra reads, "" for OpenMPI (the Trainer's own)
 	}{
 		catalog.ImplementationOpenMPI: {wantArgs: "--hostfile HOSTFILE -np 4 --map-by slot hostname"},
-		catalog.ImplementationIntel:   {wantArgs: "-f TMP/mpiguard-hostfile -n 4 hostname"},
-		catalog.ImplementationMPICH:   {wantArgs: "-f TMP/mpiguard-hostfile -n 4 hostname"},
+		catalog.ImplementationIntel:   {wantArgs: "-f TMP/mpiguard-hostfile -localhost a.job -n 4 hostname", wantHostfile: hydraHostfile},
+		catalog.ImplementationMPICH:   {wantArgs: "-f TMP/mpiguard-hostfile -localhost a.job -n 4 hostname", wantHostfile: hydraHostfile},
 	}
 	for impl, tc := range cases {
 		t.Run(impl, func(t *testing.T) {
@@ -46,6 +51,7 @@ func TestLauncherCommand(t *testing.T) {
 			}
 			write(t, filepath.Join(mpirunDir, "mpirun"), "#!/bin/sh\necho \"$@\" > "+argsFile+"\nprintf 'a\\nb\\na\\nb\\n'\n", 0o755)
 			write(t, filepath.Join(bin, "getent"), "#!/bin/sh\nexit 0\n", 0o755)
+			write(t, filepath.Join(bin, "hostname"), "#!/bin/sh\nif [ \"${1:-}\" = -f ]; then echo a.job; else echo a; fi\n", 0o755)
 			term := filepath.Join(dir, "termination-log")
 
 			cmd := launcherCommand(impl)
@@ -63,6 +69,12 @@ func TestLauncherCommand(t *testing.T) {
 			want := strings.NewReplacer("HOSTFILE", hostfile, "TMP", tmp).Replace(tc.wantArgs)
 			if diff := cmp.Diff(want, strings.TrimSpace(string(args))); diff != "" {
 				t.Errorf("mpirun arguments (-want +got):\n%s", diff)
+			}
+			if tc.wantHostfile != "" {
+				got, _ := os.ReadFile(filepath.Join(tmp, "mpiguard-hostfile"))
+				if diff := cmp.Diff(tc.wantHostfile, string(got)); diff != "" {
+					t.Errorf("Hydra's hostfile (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}
