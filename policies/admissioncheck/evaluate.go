@@ -15,7 +15,6 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // maxReserveAttempts bounds the decide-and-write rounds of one Workload: a
@@ -76,7 +75,7 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 		if err != nil {
 			return nil, err
 		}
-		state, err := reservations.ReadState(ctx, r.cluster.Reader, r.cluster.Live, ns, res, r.renderStored(nsc), false)
+		state, err := reservations.ReadState(ctx, r.cluster.Reader, r.cluster.Live, ns, res, r.pipeline.StoredRenderer(r.cluster, nsc), false)
 		if err != nil {
 			return nil, err
 		}
@@ -115,18 +114,6 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 		return &out, nil
 	}
 	return nil, fmt.Errorf("recording the quota reservation: %d writes lost to other writers of namespace %s's reservations", maxReserveAttempts, ns)
-}
-
-// renderStored renders the namespace's other stored jobs for the quota
-// state, with the pipeline's cache of their renders (what the webhook does).
-func (r *Reconciler) renderStored(nsc *pipeline.Namespace) reservations.RenderStored {
-	return func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
-		view, err := r.pipeline.RenderStored(ctx, r.cluster, job, nsc)
-		if pipeline.IsRuntimeGone(err) {
-			return nil, nil // a job whose runtime is gone creates no pods
-		}
-		return view, err
-	}
 }
 
 // entry is the reservation of the resume judged Ready: an UPDATE entry that

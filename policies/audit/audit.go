@@ -12,7 +12,6 @@ import (
 	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // ReservationReader reads a namespace's QuotaReservation
@@ -126,18 +125,11 @@ func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	renderStored := func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
-		view, err := a.Pipeline.RenderStored(ctx, c, job, nsc)
-		if pipeline.IsRuntimeGone(err) {
-			return nil, nil // creates no pods
-		}
-		return view, err
-	}
 	live := c.Live
 	if live == nil {
 		live = c.Reader
 	}
-	state, err := reservations.ReadState(ctx, c.Reader, live, ns, res, renderStored, false)
+	state, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(c, nsc), false)
 	if err != nil {
 		return nil, err
 	}

@@ -79,3 +79,17 @@ func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.Tra
 	p.stored.put(uid, key.String(), v)
 	return v, nil
 }
+
+// StoredRenderer renders the stored jobs of namespace ns for a quota
+// decision (reservations.ReadState): RenderStored, except that a job whose
+// runtime is gone creates no pods, so holds nothing (nil view, no error).
+// The webhook, audit and the Kueue admission check count other jobs with it.
+func (p *Pipeline) StoredRenderer(c Cluster, ns *Namespace) func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
+	return func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
+		view, err := p.RenderStored(ctx, c, job, ns)
+		if IsRuntimeGone(err) {
+			return nil, nil
+		}
+		return view, err
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +16,6 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // reservationPolicy names denials that come from recording the reservation,
@@ -256,15 +254,8 @@ func (qd *quotaDecision) answer(resp admission.Response) { qd.done <- resp }
 // quotaState reads what a round of quota decisions in namespace ns reads
 // (reservations.ReadState: the same state audit judges waiting jobs with).
 func (v Validator) quotaState(ctx context.Context, ns string, nsc *pipeline.Namespace, res *v1alpha1.QuotaReservation) (reservations.State, error) {
-	renderStored := func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
-		view, err := v.pipeline.RenderStored(ctx, v.cluster, job, nsc)
-		if pipeline.IsRuntimeGone(err) {
-			return nil, nil // a job whose runtime is gone creates no pods
-		}
-		return view, err
-	}
 	// Unconfirmed entries are counted only to enforce the cap.
-	return reservations.ReadState(ctx, v.cluster.Reader, v.cluster.Live, ns, res, renderStored, v.maxUnconfirmed > 0)
+	return reservations.ReadState(ctx, v.cluster.Reader, v.cluster.Live, ns, res, v.pipeline.StoredRenderer(v.cluster, nsc), v.maxUnconfirmed > 0)
 }
 
 // entry is the reservation of an allowed request.
