@@ -105,29 +105,7 @@ func (p *controllerManagerProc) waitHealthy(ctx context.Context, port int) error
 	// Its serving certificate is self-signed, and only liveness is asked.
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback liveness probe
 	url := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz"
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := c.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("exited before it was healthy: %v", p.err)
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy at %s: %w", url, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return waitOK(ctx, c, url, time.Minute, p.exited, func() error { return p.err })
 }
 
 // stop ends it (SIGTERM, then SIGKILL after 10s) and says if it had died before.

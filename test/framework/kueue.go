@@ -201,25 +201,7 @@ func (k *Kueue) writeFiles(e *Env) (config, probe string, err error) {
 // waitReady returns once Kueue's readiness probe answers 200 (its webhook
 // server listens, its caches started).
 func (k *Kueue) waitReady(ctx context.Context, probe string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	c := &http.Client{Timeout: 2 * time.Second}
-	for {
-		resp, err := c.Get("http://" + probe + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-k.done:
-			return fmt.Errorf("kueue exited while starting: %v", k.err)
-		case <-ctx.Done():
-			return errors.New("kueue did not become ready within 2m")
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return waitOK(ctx, &http.Client{Timeout: 2 * time.Second}, "http://"+probe+"/readyz", 2*time.Minute, k.done, func() error { return k.err })
 }
 
 // Stop stops Kueue (SIGTERM, then SIGKILL after 10 s) and removes its files.
