@@ -246,7 +246,7 @@ var _ = Describe("RuntimeTest", func() {
 		rt, k := smokeTest(ctx, ns, "intel", func(rt *api.RuntimeTest) { rt.Spec.RuntimeRef.Name = "mpiguard-intelmpi" })
 		launcher := k.pod(ctx, "launcher", 0)
 		Expect(launcher.Spec.Containers[0].Command).To(HaveLen(3))
-		Expect(launcher.Spec.Containers[0].Command[2]).To(And(ContainSubstring(`print $1 ":" s[2]`), ContainSubstring("mpirun -f /tmp/mpiguard-hostfile")))
+		Expect(launcher.Spec.Containers[0].Command[2]).To(And(ContainSubstring(`print h ":" s[2]`), ContainSubstring(`mpirun -f /tmp/mpiguard-hostfile -localhost "$(hostname -f)"`)))
 		Expect(launcher.Spec.Containers[0].Image).To(Equal("docker.io/mpioperator/intel:v0.6.0"))
 		Expect(rt.Spec.RuntimeRef.Name).To(Equal("mpiguard-intelmpi"))
 	})
