@@ -39,7 +39,9 @@ func (e *Env) RestartManagers(ctx context.Context, components app.Options) error
 			rc = e.electingReplica(i, port)
 		}
 		rc.restarted = true
-		nr, err := e.startReplica(ctx, rc)
+		// The replicas outlive the caller's context (a spec's, which ends
+		// with the spec): Env.Stop ends them, as it ends those Start made.
+		nr, err := e.startReplica(context.WithoutCancel(ctx), rc)
 		if err != nil {
 			return err
 		}
