@@ -26,10 +26,13 @@ import (
 // what a job may use is the namespace's ResourceQuota, which only mpiguard
 // knows how to charge for an MPI job (Launcher and Workers as they render).
 const (
-	checkName  = "mpiguard"
-	regionKey  = "topology.kubernetes.io/region"
-	euQueue    = "cq-eu"
-	usQueue    = "cq-us"
+	checkName = "mpiguard"
+	regionKey = "topology.kubernetes.io/region"
+	euQueue   = "cq-eu"
+	usQueue   = "cq-us"
+	// plainQueue offers eu-west-1 without mpiguard's check: what a cluster
+	// that never wired it gets (only the webhooks judge Kueue's resume).
+	plainQueue = "cq-plain"
 	runtime    = "kueue-gpu-workers"
 	queueLabel = "kueue.x-k8s.io/queue-name"
 	// euZone is the namespace label of the data-residency policy's "eu"
@@ -51,9 +54,17 @@ func createKueueSetup(ctx context.Context) {
 		})).To(Succeed())
 		Expect(env.Client.Create(ctx, clusterQueue(queue, flavor))).To(Succeed())
 	}
+	plainFlavor := plainQueue + "-eu-west-1"
+	Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: plainFlavor},
+		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: "eu-west-1"}},
+	})).To(Succeed())
+	plain := clusterQueue(plainQueue, plainFlavor)
+	plain.Spec.AdmissionChecksStrategy = nil
+	Expect(env.Client.Create(ctx, plain)).To(Succeed())
 	// Kueue admits through a ClusterQueue only while every check it names
 	// is Active: mpiguard says so.
-	for _, queue := range []string{euQueue, usQueue} {
+	for _, queue := range []string{euQueue, usQueue, plainQueue} {
 		Eventually(func(g Gomega) {
 			cq := &kueue.ClusterQueue{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: queue}, cq)).To(Succeed())

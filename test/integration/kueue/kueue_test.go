@@ -17,6 +17,7 @@ import (
 	"github.com/mpiguard/mpiguard/policies/admissioncheck"
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/test/fixtures"
+	trainjobwebhook "github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
 
 var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
@@ -131,5 +132,31 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 			g.Expect(retried).NotTo(ContainElement(runs[0]))
 		}).Should(Succeed())
 		Expect(env.ReservedJobs(ctx, ns)).To(HaveLen(1))
+	})
+})
+
+var _ = Describe("Kueue without mpiguard's AdmissionCheck", func() {
+	It("resumes a job that fits with mpiguard's patch and deadline intact, although Kueue writes them away", func(ctx context.Context) {
+		ns := queuedNamespace(ctx, plainQueue, "16", "0")
+		job := submit(ctx, ns, "plain-fits")
+		created := get(ctx, job)
+		own := slices.IndexFunc(created.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == engine.AdmissionManager })
+		Expect(own).NotTo(BeNumerically("<", 0), "mpiguard's runtime patch on create")
+
+		Eventually(func() bool { return running(ctx, job) }).Should(BeTrue(), "Kueue admits it and resumes it")
+		resumed := get(ctx, job)
+		Expect(resumed.Spec.RuntimePatches).To(ContainElement(created.Spec.RuntimePatches[own]))
+		Expect(resumed.Spec.ActiveDeadlineSeconds).To(Equal(created.Spec.ActiveDeadlineSeconds))
+	})
+
+	It("leaves a Warning event with the reason on a TrainJob whose resume mpiguard denies", func(ctx context.Context) {
+		// Kueue's ClusterQueue has room; the namespace's ResourceQuota has not.
+		ns := queuedNamespace(ctx, plainQueue, "8", "8")
+		job := submit(ctx, ns, "plain-over-quota")
+
+		Eventually(func(g Gomega) []string {
+			return warnings(ctx, g, job, trainjobwebhook.ReasonUpdateDenied)
+		}).Should(ContainElement(And(ContainSubstring("[aggregate-quota]"), ContainSubstring("resume"))), "kubectl describe trainjob shows why")
+		Expect(running(ctx, job)).To(BeFalse(), "the denied resume did not happen")
 	})
 })
