@@ -203,24 +203,13 @@ func showNetworkPolicy(ctx context.Context, env *framework.Env) error {
 	return nil
 }
 
-// demoCompliancePolicy is the policy the audit step pushes at run time: at
-// most 1 Worker per TrainJob, which the admitted resnet-2x4 (2 Workers) now
-// breaks.
-const demoCompliancePolicy = `package mpiguard.policies.compliance_max_workers
-
-deny contains {"field": "spec.trainer.numNodes", "msg": msg} if {
-	input.job.numNodes > 1
-	msg := sprintf("compliance: at most 1 Worker per TrainJob, this one has %d; set spec.trainer.numNodes to 1", [input.job.numNodes])
-}
-`
-
 // showAudit tightens a policy at run time, as a compliance team would, and
 // prints the team-a Report the audit publishes: the stored job that now
 // breaks it, with the message admission would give.
 func showAudit(ctx context.Context, env *framework.Env) error {
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: "compliance-max-workers", Labels: map[string]string{"mpiguard.io/policy": "rego"}},
-		Data:       map[string]string{"max_workers.rego": demoCompliancePolicy},
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: fixtures.MaxWorkersPolicyName, Labels: map[string]string{"mpiguard.io/policy": "rego"}},
+		Data:       map[string]string{"max_workers.rego": fixtures.MaxWorkersPolicy(1)},
 	}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		return err
@@ -233,7 +222,7 @@ func showAudit(ctx context.Context, env *framework.Env) error {
 			return false, client.IgnoreNotFound(err)
 		}
 		for _, res := range r.Results {
-			if res.Policy == "compliance-max-workers" {
+			if res.Policy == fixtures.MaxWorkersPolicyName {
 				return true, nil
 			}
 		}

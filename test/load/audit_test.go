@@ -27,20 +27,11 @@ import (
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
-// auditPolicy is the compliance policy pushed at run time: at most 2 Workers
-// per TrainJob. One job in ten of the benchmark has 3.
-const auditPolicy = `package mpiguard.policies.compliance_max_workers
-
-deny contains {"field": "spec.trainer.numNodes", "msg": msg} if {
-	input.job.numNodes > 2
-	msg := sprintf("compliance: at most 2 Workers per TrainJob, this one has %d; set spec.trainer.numNodes to 2 or less", [input.job.numNodes])
-}
-`
-
 // BenchmarkAudit is a full audit as a compliance team meets it: TrainJobs
 // that have not finished (suspended, waiting for Kueue or their turn, so
 // each is judged as the resume that would start it, quotas included)
-// spread over namespaces, one in ten violating a policy pushed at run time.
+// spread over namespaces, one in ten violating a policy pushed at run time
+// (fixtures.MaxWorkersPolicy(2): one job in ten has 3 Workers).
 // It measures, through the real apiserver with mpiguard as it runs (the
 // audit controller on the leader, reports written as openreports.io
 // Reports), the time from the policy's ConfigMap to every namespace's
@@ -95,14 +86,14 @@ func BenchmarkAudit(b *testing.B) {
 	for range b.N {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: "bench-compliance", Labels: map[string]string{"mpiguard.io/policy": "rego"}},
-			Data:       map[string]string{"max_workers.rego": auditPolicy},
+			Data:       map[string]string{"max_workers.rego": fixtures.MaxWorkersPolicy(2)},
 		}
 		peak := sampleHeap()
 		stopProfile := cpuProfile(b, os.Getenv("MPIGUARD_AUDIT_CPUPROFILE"))
 		start := time.Now()
 		must(b, env.Client.Create(ctx, cm))
 		wantViolations := float64(namespaces * (perNS / 10))
-		for violationsOf("compliance-max-workers") < wantViolations {
+		for violationsOf(fixtures.MaxWorkersPolicyName) < wantViolations {
 			time.Sleep(100 * time.Millisecond)
 		}
 		took := time.Since(start)

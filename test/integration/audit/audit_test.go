@@ -22,20 +22,7 @@ import (
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
-// maxWorkersPolicy is a compliance policy pushed at run time: at most
-// `limit` Workers per job. It judges every request, updates included, so it
-// applies to jobs already stored.
-func maxWorkersPolicy(limit int) string {
-	return fmt.Sprintf(`package mpiguard.policies.compliance_max_workers
-
-deny contains {"field": "spec.trainer.numNodes", "msg": msg} if {
-	input.job.numNodes > %[1]d
-	msg := sprintf("compliance: at most %[1]d Workers per TrainJob, this one has %%d; set spec.trainer.numNodes to %[1]d or less", [input.job.numNodes])
-}
-`, limit)
-}
-
-const compliancePolicy = "compliance-max-workers"
+const compliancePolicy = fixtures.MaxWorkersPolicyName
 
 var _ = Describe("audit", func() {
 	It("reports an existing TrainJob that a policy tightened at run time denies, with the admission message, and passes it when relaxed", func(ctx context.Context) {
@@ -49,7 +36,7 @@ var _ = Describe("audit", func() {
 
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: "audit-compliance", Labels: map[string]string{"mpiguard.io/policy": "rego"}},
-			Data:       map[string]string{"max_workers.rego": maxWorkersPolicy(1)},
+			Data:       map[string]string{"max_workers.rego": fixtures.MaxWorkersPolicy(1)},
 		}
 		Expect(env.Client.Create(ctx, cm)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, cm))).To(Succeed()) })
@@ -82,7 +69,7 @@ var _ = Describe("audit", func() {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 				return err
 			}
-			cm.Data["max_workers.rego"] = maxWorkersPolicy(4)
+			cm.Data["max_workers.rego"] = fixtures.MaxWorkersPolicy(4)
 			return env.Client.Update(ctx, cm)
 		}).WithContext(ctx).Should(Succeed())
 		passed := eventuallyResult(ctx, ns, trainer.TrainJobKind, "two-workers", compliancePolicy, reports.Result(audit.Pass))

@@ -296,20 +296,8 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		}
 		cmds := commandsFor(documentedCommands("docs/operations.md", "Installing on OpenShift"), "deploy-openshift")
 		Expect(cmds).NotTo(BeEmpty(), "docs/operations.md shows no `make deploy-openshift` in its OpenShift install section")
-		want := build("config/openshift")
 		ensureNamespace(ctx)
-
-		for _, cmd := range cmds {
-			By("what it applies is config/openshift with the image set: " + cmd)
-			img := imageOf(cmd)
-			rendered := decodeYAML(run(ctx, "make --no-print-directory install-yaml DEPLOY_CONFIG=config/openshift IMG="+img))
-			expectImageOnly(rendered, want, img)
-			apply(ctx, rendered, client.DryRunAll)
-
-			needKubectl()
-			By("running it: " + cmd)
-			Expect(objectsIn(runDocumented(ctx, cmd), appliedLine)).To(ConsistOf(keys(want)))
-		}
+		expectDeploys(ctx, cmds, "config/openshift")
 	})
 
 	It("make deploy, as the README shows it, is accepted once cert-manager's CRDs are installed", func(ctx context.Context) {
@@ -319,20 +307,8 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		cmds := commandsFor(documentedCommands("README.md", "Installing on a cluster"), "deploy")
 		Expect(cmds).NotTo(BeEmpty(), "the README shows no `make deploy` in its install section")
-		want := build("config/default")
 		ensureNamespace(ctx)
-
-		for _, cmd := range cmds {
-			By("what it applies is config/default with the image set: " + cmd)
-			img := imageOf(cmd)
-			rendered := decodeYAML(run(ctx, "make --no-print-directory install-yaml IMG="+img))
-			expectImageOnly(rendered, want, img)
-			apply(ctx, rendered, client.DryRunAll)
-
-			needKubectl()
-			By("running it: " + cmd)
-			Expect(objectsIn(runDocumented(ctx, cmd), appliedLine)).To(ConsistOf(keys(want)))
-		}
+		expectDeploys(ctx, cmds, "config/default")
 	})
 
 	It("make undeploy and undeploy-openshift, as documented, delete everything but the shared openreports.io CRDs", func(ctx context.Context) {
@@ -387,3 +363,23 @@ func mergeLabels(a, b map[string]string) map[string]string {
 }
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// expectDeploys checks each documented deploy command of config: what
+// `make install-yaml` renders for its image is config with only the image
+// changed, the apiserver accepts it (dry run), and the command as written
+// applies exactly those objects (server-side dry run).
+func expectDeploys(ctx context.Context, cmds []string, config string) {
+	GinkgoHelper()
+	want := build(config)
+	for _, cmd := range cmds {
+		By("what it applies is " + config + " with the image set: " + cmd)
+		img := imageOf(cmd)
+		rendered := decodeYAML(run(ctx, "make --no-print-directory install-yaml DEPLOY_CONFIG="+config+" IMG="+img))
+		expectImageOnly(rendered, want, img)
+		apply(ctx, rendered, client.DryRunAll)
+
+		needKubectl()
+		By("running it: " + cmd)
+		Expect(objectsIn(runDocumented(ctx, cmd), appliedLine)).To(ConsistOf(keys(want)))
+	}
+}
