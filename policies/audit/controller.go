@@ -64,10 +64,13 @@ type Options struct {
 	// Interval re-audits every namespace and the cluster-scoped runtimes
 	// this long after their last audit, whatever changed.
 	Interval time.Duration
-	// Debounce is how long a change waits before its namespace is audited:
-	// the changes of a burst (a job's pods, a quota's status.used) collapse
-	// into one audit.
+	// Debounce is how long a namespace's changes must rest before it is
+	// audited: the changes of a burst (submits, a job's pods, a quota's
+	// status.used) collapse into one audit after it (schedule.go).
 	Debounce time.Duration
+	// MaxDelay bounds how long a change waits for its audit when the
+	// namespace never rests for Debounce.
+	MaxDelay time.Duration
 	// SkipNamespaces are never audited: mpiguard's webhooks never govern
 	// them (config/webhook's namespaceSelector: mpiguard's own namespace and
 	// kube-system), so no policy applies there. The manager adds its own
@@ -75,9 +78,10 @@ type Options struct {
 	SkipNamespaces []string
 }
 
-// DefaultOptions audits every 10 minutes.
+// DefaultOptions audits every 10 minutes, and a changed namespace once its
+// changes rest for 2 s, at the latest 30 s after the first of them.
 func DefaultOptions() Options {
-	return Options{Enabled: true, Interval: 10 * time.Minute, Debounce: 2 * time.Second, SkipNamespaces: []string{"kube-system"}}
+	return Options{Enabled: true, Interval: 10 * time.Minute, Debounce: 2 * time.Second, MaxDelay: 30 * time.Second, SkipNamespaces: []string{"kube-system"}}
 }
 
 // ErrNoReportCRDs says the openreports.io CRDs are not installed: audit
@@ -101,6 +105,8 @@ type Controller struct {
 	policies chan struct{}
 	mu       sync.Mutex
 	version  string
+	// changes are the unaudited changes per work item (schedule.go).
+	changes map[string]*pending
 }
 
 // SetupWithManager registers the audit controller. p is the admission
@@ -116,6 +122,9 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultOptions().Interval
 	}
+	if opts.MaxDelay < opts.Debounce {
+		opts.MaxDelay = opts.Debounce
+	}
 	c := &Controller{
 		auditor: &Auditor{
 			Pipeline:     p,
@@ -130,6 +139,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 		now:      time.Now,
 		policies: make(chan struct{}, 1),
 		version:  p.Engine().Version(),
+		changes:  map[string]*pending{},
 	}
 	for _, ns := range opts.SkipNamespaces {
 		c.skip[ns] = true
@@ -214,6 +224,9 @@ func (c *Controller) policySetChanged(ctx context.Context, q workqueue.TypedRate
 // Reconcile audits one namespace (or the cluster-scoped runtimes) and
 // publishes the results.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if wait := c.take(req.Name); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	if req.Name == ClusterScope {
 		return c.auditCluster(ctx)
 	}
@@ -335,11 +348,13 @@ func item(name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}
 }
 
-// debounced queues the work items keys names for an object's events after
-// Options.Debounce: the events of a burst land on one queued item.
+// debounced notes a change of the work items keys names for an object's
+// events and queues them after Options.Debounce: the events of a burst land
+// on one queued item, which waits for them to rest (take).
 func (c *Controller) debounced(keys func(context.Context, client.Object) []string) handler.EventHandler {
 	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, k := range keys(ctx, o) {
+			c.changed(k)
 			q.AddAfter(item(k), c.opts.Debounce)
 		}
 	}
@@ -357,6 +372,31 @@ func (c *Controller) debounced(keys func(context.Context, client.Object) []strin
 			add(ctx, e.Object, q)
 		},
 	}
+}
+
+// changed notes a change of work item name now.
+func (c *Controller) changed(name string) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.changes[name]; p != nil {
+		p.last = now
+		return
+	}
+	c.changes[name] = &pending{first: now, last: now}
+}
+
+// take says how long the audit of work item name must still wait for its
+// changes to rest (schedule.go); when it may run now, the changes are taken:
+// those noted from here on are audited again after it.
+func (c *Controller) take(name string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wait := auditDelay(c.now(), c.changes[name], c.opts)
+	if wait == 0 {
+		delete(c.changes, name)
+	}
+	return wait
 }
 
 // inNamespace queues an object's namespace.

@@ -59,6 +59,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Policies.AddFlags(fs)
 	fs.BoolVar(&o.Audit.Enabled, "audit", o.Audit.Enabled, "Audit stored TrainJobs and runtimes with today's policies (on the elected leader) and publish openreports.io Reports; needs --trainjob-webhooks.")
 	fs.DurationVar(&o.Audit.Interval, "audit-interval", o.Audit.Interval, "Re-audit each namespace and the ClusterTrainingRuntimes this long after their last audit, besides the audits changes trigger.")
+	fs.DurationVar(&o.Audit.Debounce, "audit-debounce", o.Audit.Debounce, "Audit a changed namespace once its changes have rested this long (a burst of submits is audited once, after it, leaving the CPU to admission).")
+	fs.DurationVar(&o.Audit.MaxDelay, "audit-max-delay", o.Audit.MaxDelay, "Audit a namespace that keeps changing at the latest this long after its first unaudited change.")
 	fs.BoolVar(&o.KueueAdmissionCheck.Enabled, "kueue-admission-check", o.KueueAdmissionCheck.Enabled, "Answer Kueue AdmissionChecks with controllerName mpiguard.io/admission (on the elected leader; off by itself when Kueue's CRDs are not installed); needs --trainjob-webhooks.")
 	fs.DurationVar(&o.KueueAdmissionCheck.RetryBackoff, "kueue-retry-backoff", o.KueueAdmissionCheck.RetryBackoff, "How long Kueue waits before it offers again a Workload whose mpiguard check said Retry (namespace quota busy); doubled on each further retry.")
 	fs.DurationVar(&o.KueueAdmissionCheck.MaxRetryBackoff, "kueue-max-retry-backoff", o.KueueAdmissionCheck.MaxRetryBackoff, "Upper bound of --kueue-retry-backoff's doubling.")

@@ -108,6 +108,33 @@ var _ = Describe("audit", func() {
 		eventuallyResult(ctx, ns, trainer.TrainJobKind, "queued", "aggregate-quota", reports.Result(audit.Pass))
 	})
 
+	It("audits a namespace once a burst of submits into it has rested, not during the burst, leaving the CPU to admission", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt := env.CreateClusterRuntime(ctx, fixtures.MPIRuntime("audit-burst-"+ns).Cluster())
+		// Submits 300 ms apart for about 3 s: the namespace never rests for
+		// the debounce (2 s), so nothing is audited until the last one. An
+		// audit 2 s after the first change would write the Report mid-burst.
+		const jobs = 10
+		for i := range jobs {
+			Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, fmt.Sprintf("burst-%d", i), rt.Name).Suspend(true).Obj())).To(Succeed())
+			Expect(report(ctx, ns)).To(BeNil(), "the namespace was audited during the burst, after %d submits", i+1)
+			time.Sleep(300 * time.Millisecond)
+		}
+
+		By("at rest: one audit judges every job of the burst")
+		Eventually(func(g Gomega) {
+			r := report(ctx, ns)
+			g.Expect(r).NotTo(BeNil())
+			judged := map[string]bool{}
+			for _, x := range r.Results {
+				for _, s := range x.Subjects {
+					judged[s.Name] = true
+				}
+			}
+			g.Expect(judged).To(HaveLen(jobs))
+		}).WithContext(ctx).WithTimeout(auditWait).Should(Succeed())
+	})
+
 	It("reports a ClusterTrainingRuntime edited into violation of the template rules in the ClusterReport", func(ctx context.Context) {
 		name := fmt.Sprintf("audit-runtime-%d", time.Now().UnixNano())
 		env.CreateClusterRuntime(ctx, fixtures.MPIRuntime(name).Cluster())
