@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,8 +73,12 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 			}
 			judgeWith = waiting
 		}
+		start := time.Now()
 		v, err := a.Pipeline.Run(ctx, judgeWith, req, pipeline.Validate)
 		out = append(out, JobResults(job, policies, v, err)...)
+		if err := a.yield(ctx, time.Since(start)); err != nil {
+			return nil, err
+		}
 	}
 	var runtimes trainer.TrainingRuntimeList
 	if err := c.Reader.List(ctx, &runtimes, client.InNamespace(ns)); err != nil {
@@ -85,6 +90,23 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	}
 	sortResults(out)
 	return out, nil
+}
+
+// yield pauses after a judgement that took took while the webhooks are busy
+// (schedule.go); it ends early with ctx.
+func (a *Auditor) yield(ctx context.Context, took time.Duration) error {
+	pause := yieldFor(time.Now(), a.Pipeline.LastAdmission(), took)
+	if pause == 0 {
+		return nil
+	}
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // ClusterRuntimes judges every ClusterTrainingRuntime.

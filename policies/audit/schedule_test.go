@@ -29,3 +29,21 @@ func TestAuditDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestYieldFor(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name          string
+		lastAdmission time.Time
+		want          time.Duration
+	}{
+		{"no admission ever (the audit command)", time.Time{}, 0},
+		{"admission idle for a while", now.Add(-5 * time.Second), 0},
+		{"admission busy", now.Add(-100 * time.Millisecond), 8 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := yieldFor(now, c.lastAdmission, 2*time.Millisecond); got != c.want {
+			t.Errorf("%s: yieldFor = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

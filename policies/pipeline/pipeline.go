@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"gomodules.xyz/jsonpatch/v2"
@@ -102,6 +104,9 @@ type Pipeline struct {
 	renderer *render.Renderer
 	engine   *engine.Engine
 	stored   *storedViews
+	// admitted is when the last admission request (not an audit) started,
+	// in Unix nanoseconds: audit gives way to admission (LastAdmission).
+	admitted atomic.Int64
 }
 
 // New returns a pipeline rendering with r and judging with e.
@@ -123,6 +128,16 @@ func NewDefault(ctx context.Context) (*Pipeline, error) {
 	return New(r, e), nil
 }
 
+// LastAdmission is when the pipeline last started to decide an admission
+// request (anything but an audit); zero when it never did. Audit, which
+// shares the leader's CPU with the webhooks, slows down while they are busy.
+func (p *Pipeline) LastAdmission() time.Time {
+	if n := p.admitted.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // Engine is the policy engine the pipeline judges with.
 func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 
@@ -131,6 +146,9 @@ func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 // job, and asks the policies what stage needs. An error means the request
 // could not be evaluated: reject it with the error, never allow it.
 func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+	if !req.Audit {
+		p.admitted.Store(time.Now().UnixNano())
+	}
 	rt, err := p.governedRuntime(ctx, c, req)
 	if err != nil || rt == nil {
 		return &Verdict{TrainJob: req.TrainJob}, err
