@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
@@ -237,5 +238,26 @@ func TestRequoteIsRunOnAnotherQuotaState(t *testing.T) {
 	}
 	if !first.Allowed() {
 		t.Error("Requote changed the verdict it was given")
+	}
+}
+
+// TestLastAdmissionIgnoresAudits: audit paces itself while admission is busy
+// (policies/audit), so its own runs must not look like admission.
+func TestLastAdmissionIgnoresAudits(t *testing.T) {
+	p, c := testPipeline(t), testCluster(t)
+	job := fixtures.TrainJob("team-a", "run", "gpu").NumNodes(2).Obj()
+	audit := &Request{Operation: engine.Update, TrainJob: job, OldTrainJob: job, Audit: true}
+	if _, err := p.Run(context.Background(), c, audit, Validate); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LastAdmission(); !got.IsZero() {
+		t.Fatalf("after an audit only: LastAdmission = %v, want zero", got)
+	}
+	before := time.Now()
+	if _, err := p.Run(context.Background(), c, &Request{Operation: engine.Create, TrainJob: job}, Validate); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LastAdmission(); got.Before(before) {
+		t.Errorf("after an admission at %v: LastAdmission = %v", before, got)
 	}
 }
