@@ -104,8 +104,9 @@ type Pipeline struct {
 	renderer *render.Renderer
 	engine   *engine.Engine
 	stored   *storedViews
-	// admitted is when the last admission request (not an audit) started,
-	// in Unix nanoseconds: audit gives way to admission (LastAdmission).
+	// admitted is when the last admission request (not an audit) of a
+	// governed job started to be judged, in Unix nanoseconds: audit gives
+	// way to admission (LastAdmission).
 	admitted atomic.Int64
 }
 
@@ -128,8 +129,8 @@ func NewDefault(ctx context.Context) (*Pipeline, error) {
 	return New(r, e), nil
 }
 
-// LastAdmission is when the pipeline last started to decide an admission
-// request (anything but an audit); zero when it never did. Audit, which
+// LastAdmission is when the pipeline last started to judge an admission
+// request (anything but an audit) of a governed job; zero when it never did. Audit, which
 // shares the leader's CPU with the webhooks, slows down while they are busy.
 func (p *Pipeline) LastAdmission() time.Time {
 	if n := p.admitted.Load(); n != 0 {
@@ -146,12 +147,12 @@ func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 // job, and asks the policies what stage needs. An error means the request
 // could not be evaluated: reject it with the error, never allow it.
 func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
-	if !req.Audit {
-		p.admitted.Store(time.Now().UnixNano())
-	}
 	rt, err := p.governedRuntime(ctx, c, req)
 	if err != nil || rt == nil {
 		return &Verdict{TrainJob: req.TrainJob}, err
+	}
+	if !req.Audit {
+		p.admitted.Store(time.Now().UnixNano())
 	}
 	job := req.TrainJob
 	ns, err := c.Namespace(ctx, job.Namespace)
