@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	opametrics "github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -189,7 +188,7 @@ func (e *Engine) decide(ctx context.Context, set *compiledSet, req *Request) (*D
 
 // evaluate runs prepared query q on req and applies enforcement to its results.
 func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request, q *preparedQuery) (*Decision, error) {
-	in, err := ast.InterfaceToValue(buildInput(req, set.params))
+	in, err := buildInput(req, set.params).value() // inputvalue.go
 	if err != nil {
 		return nil, fmt.Errorf("building the policy input: %w", err)
 	}

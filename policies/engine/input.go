@@ -18,10 +18,10 @@ import (
 
 // input is the policy input document: these types are its schema, and
 // docs/policies.md ("The policy input document") describes them field by
-// field. It reaches OPA through a JSON round trip (ast.InterfaceToValue), so
-// amounts stay exact: they are json.Number, written from math/big. Maps and
-// lists are never null (policies index them directly): the builders below
-// give empty ones when there is nothing.
+// field. It reaches OPA as the value inputvalue.go builds, which is the
+// value of its JSON encoding; amounts stay exact: they are json.Number,
+// written from math/big. Maps and lists are never null (policies index them
+// directly): the builders below give empty ones when there is nothing.
 type input struct {
 	Request     requestInput   `json:"request"`
 	TrainJob    trainJobInput  `json:"trainJob"`

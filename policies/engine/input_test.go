@@ -108,10 +108,10 @@ func TestInputDocument(t *testing.T) {
 }
 
 // inputDoc is the input document of req as policies see it: built and
-// converted to an OPA value as the engine does, then read back as JSON.
+// made an OPA value as the engine does, then read back as JSON.
 func inputDoc(t *testing.T, req *Request, params map[string]any) map[string]any {
 	t.Helper()
-	v, err := ast.InterfaceToValue(buildInput(req, params))
+	v, err := buildInput(req, params).value()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"encoding/json"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// The input reaches OPA as the value below, built field by field from the
+// input types (input.go, quota.go): exactly the value ast.InterfaceToValue
+// gives for them, which is a JSON encode and decode of the whole document
+// before the value is built. TestInputValueIsItsJSON checks the two agree on
+// randomly filled inputs, so a field added to a type and not here fails it.
+//
+// Why not ast.InterfaceToValue: its JSON round trip was a fifth of a
+// decision's CPU, and a burst of creates is CPU-bound. BenchmarkBurstCreate
+// (500 creates at once into one namespace), six runs each way, alternating:
+// p50 median 5.7 -> 4.7 s, p99 median 8.5 -> 6.5 s; sequential creates did
+// not change (docs/performance.md, "The input as an OPA value").
+//
+// Types of other packages (pod security results, node selector terms,
+// runtime constraints, parameters) still go through ast.InterfaceToValue:
+// they are small, and their JSON shape is theirs.
+
+// value is input as an OPA object.
+func (in *input) value() (ast.Value, error) {
+	extern := externs{}
+	obj := ast.NewObject(
+		item("request", in.Request.value()),
+		item("trainJob", in.TrainJob.value()),
+		item("job", in.Job.value(&extern)),
+		item("namespace", in.Namespace.value()),
+		item("quotas", listOf(in.Quotas, (*quotaInput).value)),
+		item("runtime", in.Runtime.value(&extern)),
+		item("parameters", extern.term(in.Parameters)),
+	)
+	if in.OldTrainJob != nil {
+		obj.Insert(ast.StringTerm("oldTrainJob"), in.OldTrainJob.value())
+	}
+	return obj, extern.err
+}
+
+func (r *requestInput) value() *ast.Term {
+	return object(
+		item("operation", ast.StringTerm(string(r.Operation))),
+		item("user", object(
+			item("username", ast.StringTerm(r.User.Username)),
+			item("groups", stringList(r.User.Groups)),
+		)),
+		item("dryRun", ast.BooleanTerm(r.DryRun)),
+	)
+}
+
+func (t *trainJobInput) value() *ast.Term {
+	obj := ast.NewObject(
+		item("name", ast.StringTerm(t.Name)),
+		item("labels", stringMap(t.Labels)),
+		item("annotations", stringMap(t.Annotations)),
+		item("namespace", ast.StringTerm(t.Namespace)),
+		item("suspend", ast.BooleanTerm(t.Suspend)),
+		item("activeDeadlineSeconds", ast.InternedTerm(t.ActiveDeadlineSeconds)),
+		item("env", listOf(t.Env, (*envInput).value)),
+		item("runtimePatchManagers", stringList(t.RuntimePatchManagers)),
+		item("mpiguardEntries", listOf(t.MpiguardEntries, (*entryInput).value)),
+	)
+	if t.NumNodes != nil {
+		obj.Insert(ast.StringTerm("numNodes"), ast.InternedTerm(int(*t.NumNodes)))
+	}
+	if t.NumProcPerNode != nil {
+		obj.Insert(ast.StringTerm("numProcPerNode"), ast.InternedTerm(int(*t.NumProcPerNode)))
+	}
+	if t.Image != nil {
+		obj.Insert(ast.StringTerm("image"), ast.StringTerm(*t.Image))
+	}
+	return ast.NewTerm(obj)
+}
+
+func (e *envInput) value() *ast.Term {
+	return object(
+		item("field", ast.StringTerm(e.Field)),
+		item("name", ast.StringTerm(e.Name)),
+		item("value", ast.StringTerm(e.Value)),
+	)
+}
+
+func (e *entryInput) value() *ast.Term {
+	return object(
+		item("field", ast.StringTerm(e.Field)),
+		item("foreignFields", stringList(e.ForeignFields)),
+		item("differences", stringList(e.Differences)),
+		item("mpiguardWrites", ast.BooleanTerm(e.MpiguardWrites)),
+	)
+}
+
+func (j *jobInput) value(extern *externs) *ast.Term {
+	// Launcher and Workers point into ReplicatedJobs: they share its values.
+	rjs := make([]*ast.Term, len(j.ReplicatedJobs))
+	for i := range j.ReplicatedJobs {
+		rjs[i] = j.ReplicatedJobs[i].value(extern)
+	}
+	replicatedJob := func(rj *replicatedJobInput) *ast.Term {
+		for i := range j.ReplicatedJobs {
+			if rj == &j.ReplicatedJobs[i] {
+				return rjs[i]
+			}
+		}
+		return rj.value(extern)
+	}
+	obj := ast.NewObject(
+		item("mpi", ast.BooleanTerm(j.MPI)),
+		item("mpiImplementation", ast.StringTerm(j.MPIImplementation)),
+		item("runLauncherAsNode", ast.BooleanTerm(j.RunLauncherAsNode)),
+		item("numNodes", ast.InternedTerm(int(j.NumNodes))),
+		item("slotsPerWorker", ast.InternedTerm(int(j.SlotsPerWorker))),
+		item("gpusPerWorker", ast.InternedTerm(j.GPUsPerWorker)),
+		item("replicatedJobs", arrayOrNull(j.ReplicatedJobs == nil, rjs)),
+		item("total", j.Total.value()),
+		item("problems", listOf(j.Problems, (*problemInput).value)),
+		item("podSecurity", extern.term(j.PodSecurity)),
+	)
+	if j.Launcher != nil {
+		obj.Insert(ast.StringTerm("launcher"), replicatedJob(j.Launcher))
+	}
+	if j.Workers != nil {
+		obj.Insert(ast.StringTerm("workers"), replicatedJob(j.Workers))
+	}
+	return ast.NewTerm(obj)
+}
+
+func (rj *replicatedJobInput) value(extern *externs) *ast.Term {
+	return object(
+		item("name", ast.StringTerm(rj.Name)),
+		item("role", ast.StringTerm(string(rj.Role))),
+		item("pods", ast.InternedTerm(int(rj.Pods))),
+		item("perPod", rj.PerPod.value()),
+		item("priorityClassName", ast.StringTerm(rj.PriorityClassName)),
+		item("terminating", ast.BooleanTerm(rj.Terminating)),
+		item("labels", stringMap(rj.Labels)),
+		item("annotations", stringMap(rj.Annotations)),
+		item("nodeSelector", stringMap(rj.NodeSelector)),
+		item("requiredNodeSelectorTerms", extern.term(rj.RequiredNodeSelectorTerms)),
+		item("images", stringMap(rj.Images)),
+		item("requested", object(
+			item("labels", stringMap(rj.Requested.Labels)),
+			item("annotations", stringMap(rj.Requested.Annotations)),
+		)),
+	)
+}
+
+func (c *chargeInput) value() *ast.Term {
+	return object(
+		item("requests", quantities(c.Requests)),
+		item("limits", quantities(c.Limits)),
+		item("pods", ast.InternedTerm(c.Pods)),
+		item("missingRequests", stringList(c.MissingRequests)),
+		item("missingLimits", stringList(c.MissingLimits)),
+	)
+}
+
+func (q *quantityInput) value() *ast.Term {
+	return object(
+		item("value", numberTerm(q.Value)),
+		item("milli", numberTerm(q.Milli)),
+		item("display", ast.StringTerm(q.Display)),
+	)
+}
+
+func (p *problemInput) value() *ast.Term {
+	return object(
+		item("field", ast.StringTerm(p.Field)),
+		item("type", ast.StringTerm(p.Type)),
+		item("detail", ast.StringTerm(p.Detail)),
+	)
+}
+
+func (m *metaInput) value() *ast.Term {
+	return object(
+		item("name", ast.StringTerm(m.Name)),
+		item("labels", stringMap(m.Labels)),
+		item("annotations", stringMap(m.Annotations)),
+	)
+}
+
+func (r *runtimeInput) value(extern *externs) *ast.Term {
+	return object(
+		item("kind", ast.StringTerm(r.Kind)),
+		item("name", ast.StringTerm(r.Name)),
+		item("labels", stringMap(r.Labels)),
+		item("annotations", stringMap(r.Annotations)),
+		item("constraints", extern.term(r.Constraints)),
+	)
+}
+
+func (q *quotaInput) value() *ast.Term {
+	return object(
+		item("name", ast.StringTerm(q.Name)),
+		item("hard", quantities(q.Hard)),
+		item("used", quantities(q.Used)),
+		item("reserved", quantities(q.Reserved)),
+		item("reservedBy", stringList(q.ReservedBy)),
+		item("roles", stringList(q.Roles)),
+		item("demand", mapOf(q.Demand, (*demandInput).value)),
+	)
+}
+
+func (d *demandInput) value() *ast.Term {
+	return object(
+		item("kind", ast.StringTerm(d.Kind)),
+		item("resource", ast.StringTerm(d.Resource)),
+		item("milli", numberTerm(d.Milli)),
+		item("display", ast.StringTerm(d.Display)),
+		item("hard", numberTerm(d.Hard)),
+		item("hardDisplay", ast.StringTerm(d.HardDisplay)),
+		item("used", numberTerm(d.Used)),
+		item("usedDisplay", ast.StringTerm(d.UsedDisplay)),
+		item("held", numberTerm(d.Held)),
+		item("heldDisplay", ast.StringTerm(d.HeldDisplay)),
+		item("heldBy", listOf(d.HeldBy, (*heldByInput).value)),
+		item("undeclared", ast.BooleanTerm(d.Undeclared)),
+		item("parts", listOf(d.Parts, (*partInput).value)),
+	)
+}
+
+func (h *heldByInput) value() *ast.Term {
+	return object(
+		item("trainJob", ast.StringTerm(h.TrainJob)),
+		item("milli", numberTerm(h.Milli)),
+		item("display", ast.StringTerm(h.Display)),
+	)
+}
+
+func (p *partInput) value() *ast.Term {
+	return object(
+		item("name", ast.StringTerm(p.Name)),
+		item("role", ast.StringTerm(string(p.Role))),
+		item("pods", ast.InternedTerm(int(p.Pods))),
+		item("perPodMilli", numberTerm(p.PerPodMilli)),
+		item("perPodDisplay", ast.StringTerm(p.PerPodDisplay)),
+		item("undeclared", ast.BooleanTerm(p.Undeclared)),
+	)
+}
+
+// externs converts the values of other packages' types with
+// ast.InterfaceToValue, keeping the first error.
+type externs struct{ err error }
+
+func (x *externs) term(v any) *ast.Term {
+	out, err := ast.InterfaceToValue(v)
+	if err != nil {
+		x.err = err
+		return ast.NullTerm()
+	}
+	return ast.NewTerm(out)
+}
+
+func item(key string, value *ast.Term) [2]*ast.Term {
+	return ast.Item(ast.StringTerm(key), value)
+}
+
+func object(items ...[2]*ast.Term) *ast.Term { return ast.NewTerm(ast.NewObject(items...)) }
+
+// The helpers below give null for a nil map or list, as JSON does; the input
+// builders never leave one nil.
+
+func stringMap[S ~string](m map[string]S) *ast.Term {
+	if m == nil {
+		return ast.NullTerm()
+	}
+	items := make([][2]*ast.Term, 0, len(m))
+	for k, v := range m {
+		items = append(items, item(k, ast.StringTerm(string(v))))
+	}
+	return object(items...)
+}
+
+func stringList[S ~string](l []S) *ast.Term {
+	terms := make([]*ast.Term, len(l))
+	for i, s := range l {
+		terms[i] = ast.StringTerm(string(s))
+	}
+	return arrayOrNull(l == nil, terms)
+}
+
+func listOf[T any](l []T, value func(*T) *ast.Term) *ast.Term {
+	terms := make([]*ast.Term, len(l))
+	for i := range l {
+		terms[i] = value(&l[i])
+	}
+	return arrayOrNull(l == nil, terms)
+}
+
+func mapOf[T any](m map[string]T, value func(*T) *ast.Term) *ast.Term {
+	if m == nil {
+		return ast.NullTerm()
+	}
+	items := make([][2]*ast.Term, 0, len(m))
+	for k, v := range m {
+		items = append(items, item(k, value(&v)))
+	}
+	return object(items...)
+}
+
+func quantities(m map[string]quantityInput) *ast.Term { return mapOf(m, (*quantityInput).value) }
+
+func arrayOrNull(isNil bool, terms []*ast.Term) *ast.Term {
+	if isNil {
+		return ast.NullTerm()
+	}
+	return ast.ArrayTerm(terms...)
+}
+
+// numberTerm is an exact number: the input's amounts are decimal strings
+// written from math/big (input.go).
+func numberTerm(n json.Number) *ast.Term { return ast.NumberTerm(n) }
