@@ -103,6 +103,11 @@ const rejectedSize = 1024
 // reservation holds before its resume must land. It returns ErrNoKueue when
 // Kueue's CRDs are not installed.
 func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservations.Store, grace time.Duration, opts Options) error {
+	// Kueue counts requeueAfterSeconds in whole seconds: less than one would
+	// requeue a Retry Workload at once, reserving and releasing it in a loop.
+	if opts.RetryBackoff < time.Second {
+		return fmt.Errorf("kueue retry backoff %s: must be at least 1s", opts.RetryBackoff)
+	}
 	for _, kind := range []string{"Workload", "AdmissionCheck", "ResourceFlavor"} {
 		if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: kueue.GroupVersion.Group, Kind: kind}, kueue.GroupVersion.Version); err != nil {
 			if meta.IsNoMatchError(err) {
@@ -209,7 +214,7 @@ func (r *Reconciler) restoreRejection(ctx context.Context, wl *kueue.Workload) e
 	if err != nil || len(checks) == 0 {
 		return err
 	}
-	out := Outcome{State: kueue.CheckStatePending, Message: truncate(msg.(string)+msgDeactivated, maxMessage)}
+	out := Outcome{State: kueue.CheckStatePending, Message: pipeline.Cut(msg.(string)+msgDeactivated, maxMessage, "…")}
 	if err := r.setState(ctx, wl, checks, out); err != nil {
 		return err
 	}
@@ -300,6 +305,5 @@ func (r *Reconciler) event(job *trainer.TrainJob, wl *kueue.Workload, out Outcom
 	default:
 		return
 	}
-	// An events.k8s.io note is at most 1 kB; the Workload has the whole message.
-	r.recorder.Eventf(job, wl, corev1.EventTypeWarning, reason, "KueueAdmissionCheck", "%s", truncate(note+out.Message, 1024))
+	r.recorder.Eventf(job, wl, corev1.EventTypeWarning, reason, "KueueAdmissionCheck", "%s", pipeline.EventNote(note+out.Message, "on Workload "+wl.Name))
 }

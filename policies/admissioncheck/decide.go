@@ -2,7 +2,6 @@ package admissioncheck
 
 import (
 	"time"
-	"unicode/utf8"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -40,27 +39,14 @@ func decide(verdict, idle *pipeline.Verdict) Outcome {
 	case verdict.Allowed():
 		return Outcome{State: kueue.CheckStateReady, Message: msgAllowed}
 	case idle != nil && idle.Allowed():
-		return Outcome{State: kueue.CheckStateRetry, Message: truncate(verdict.DenialMessage(), maxMessage)}
+		return Outcome{State: kueue.CheckStateRetry, Message: pipeline.Cut(verdict.DenialMessage(), maxMessage, "…")}
 	}
-	return Outcome{State: kueue.CheckStateRejected, Message: truncate(verdict.DenialMessage(), maxMessage)}
+	return Outcome{State: kueue.CheckStateRejected, Message: pipeline.Cut(verdict.DenialMessage(), maxMessage, "…")}
 }
 
 // maxMessage is the Workload CRD's bound on a check's message
 // (status.admissionChecks[].message, maxLength 32768).
 const maxMessage = 32768
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const more = "…"
-	s = s[:n-len(more)]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + more
-}
 
 // requeueAfter is how long Kueue waits before it offers a Workload whose
 // check said Retry for the retryCount-th time again: base doubled per

@@ -354,6 +354,9 @@ func item(name string) reconcile.Request {
 func (c *Controller) debounced(keys func(context.Context, client.Object) []string) handler.EventHandler {
 	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, k := range keys(ctx, o) {
+			if c.skip[k] {
+				continue // never audited: kube-system's pod churn queues nothing
+			}
 			c.changed(k)
 			q.AddAfter(item(k), c.opts.Debounce)
 		}

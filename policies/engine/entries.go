@@ -60,8 +60,8 @@ func ownEntriesOf(req *Request) []ownEntry {
 		}
 		field := fmt.Sprintf("spec.runtimePatches[%d]", i)
 		e := ownEntry{index: i, field: field, foreign: foreignFields(field, p)}
-		if old := req.OldTrainJob; req.Operation == Update && old != nil && ownEntryIndex(old) >= 0 {
-			e.stored = &old.Spec.RuntimePatches[ownEntryIndex(old)]
+		if old := req.OldTrainJob; req.Operation == Update && old != nil && OwnEntryIndex(old) >= 0 {
+			e.stored = &old.Spec.RuntimePatches[OwnEntryIndex(old)]
 		}
 		switch {
 		case len(out) > 0:
@@ -77,9 +77,9 @@ func ownEntriesOf(req *Request) []ownEntry {
 	return out
 }
 
-// ownEntryIndex is the index of tj's first entry under mpiguard's manager, or
+// OwnEntryIndex is the index of tj's first entry under mpiguard's manager, or
 // -1: the one Mutation.Apply writes and an UPDATE compares with.
-func ownEntryIndex(tj *trainer.TrainJob) int {
+func OwnEntryIndex(tj *trainer.TrainJob) int {
 	return slices.IndexFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == AdmissionManager })
 }
 

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"encoding/json"
-
-	"github.com/open-policy-agent/opa/v1/ast"
-)
+import "github.com/open-policy-agent/opa/v1/ast"
 
 // The input reaches OPA as the value below, built field by field from the
 // input types (input.go, quota.go): exactly the value ast.InterfaceToValue
@@ -159,8 +155,8 @@ func (c *chargeInput) value() *ast.Term {
 
 func (q *quantityInput) value() *ast.Term {
 	return object(
-		item("value", numberTerm(q.Value)),
-		item("milli", numberTerm(q.Milli)),
+		item("value", ast.NumberTerm(q.Value)),
+		item("milli", ast.NumberTerm(q.Milli)),
 		item("display", ast.StringTerm(q.Display)),
 	)
 }
@@ -207,13 +203,13 @@ func (d *demandInput) value() *ast.Term {
 	return object(
 		item("kind", ast.StringTerm(d.Kind)),
 		item("resource", ast.StringTerm(d.Resource)),
-		item("milli", numberTerm(d.Milli)),
+		item("milli", ast.NumberTerm(d.Milli)),
 		item("display", ast.StringTerm(d.Display)),
-		item("hard", numberTerm(d.Hard)),
+		item("hard", ast.NumberTerm(d.Hard)),
 		item("hardDisplay", ast.StringTerm(d.HardDisplay)),
-		item("used", numberTerm(d.Used)),
+		item("used", ast.NumberTerm(d.Used)),
 		item("usedDisplay", ast.StringTerm(d.UsedDisplay)),
-		item("held", numberTerm(d.Held)),
+		item("held", ast.NumberTerm(d.Held)),
 		item("heldDisplay", ast.StringTerm(d.HeldDisplay)),
 		item("heldBy", listOf(d.HeldBy, (*heldByInput).value)),
 		item("undeclared", ast.BooleanTerm(d.Undeclared)),
@@ -224,7 +220,7 @@ func (d *demandInput) value() *ast.Term {
 func (h *heldByInput) value() *ast.Term {
 	return object(
 		item("trainJob", ast.StringTerm(h.TrainJob)),
-		item("milli", numberTerm(h.Milli)),
+		item("milli", ast.NumberTerm(h.Milli)),
 		item("display", ast.StringTerm(h.Display)),
 	)
 }
@@ -234,7 +230,7 @@ func (p *partInput) value() *ast.Term {
 		item("name", ast.StringTerm(p.Name)),
 		item("role", ast.StringTerm(string(p.Role))),
 		item("pods", ast.InternedTerm(int(p.Pods))),
-		item("perPodMilli", numberTerm(p.PerPodMilli)),
+		item("perPodMilli", ast.NumberTerm(p.PerPodMilli)),
 		item("perPodDisplay", ast.StringTerm(p.PerPodDisplay)),
 		item("undeclared", ast.BooleanTerm(p.Undeclared)),
 	)
@@ -308,7 +304,3 @@ func arrayOrNull(isNil bool, terms []*ast.Term) *ast.Term {
 	}
 	return ast.ArrayTerm(terms...)
 }
-
-// numberTerm is an exact number: the input's amounts are decimal strings
-// written from math/big (input.go).
-func numberTerm(n json.Number) *ast.Term { return ast.NumberTerm(n) }

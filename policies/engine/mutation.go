@@ -85,7 +85,7 @@ func (m *Mutation) EntryTarget(tj *trainer.TrainJob) (i int, write bool) {
 	if m.RuntimePatch == nil {
 		return 0, false
 	}
-	i = ownEntryIndex(tj)
+	i = OwnEntryIndex(tj)
 	if i < 0 {
 		return -1, true
 	}

@@ -89,13 +89,18 @@ const MaxEventNote = 1024
 // "… (cut; the full text is <where>)" when it had to be cut: a denial that
 // lists every pod template's Pod Security reasons easily runs longer.
 func EventNote(note, where string) string {
-	if len(note) <= MaxEventNote {
-		return note
+	return Cut(note, MaxEventNote, "… (cut; the full text is "+where+")")
+}
+
+// Cut is s when it is at most n bytes long; otherwise its start, cut on a
+// UTF-8 boundary, followed by tail, n bytes at most in all.
+func Cut(s string, n int, tail string) string {
+	if len(s) <= n {
+		return s
 	}
-	tail := "… (cut; the full text is " + where + ")"
-	cut := max(MaxEventNote-len(tail), 0)
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
+	cut := max(n-len(tail), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return note[:cut] + tail
+	return s[:cut] + tail
 }

@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"slices"
-
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
@@ -36,14 +34,9 @@ func restoreStored(m *engine.Mutation, old, job *trainer.TrainJob) {
 	if m.ActiveDeadlineSeconds == nil && job.Spec.ActiveDeadlineSeconds == 0 && old.Spec.ActiveDeadlineSeconds > 0 {
 		m.ActiveDeadlineSeconds = new(old.Spec.ActiveDeadlineSeconds)
 	}
-	if m.RuntimePatch == nil && ownEntryIndex(job) < 0 {
-		if i := ownEntryIndex(old); i >= 0 {
+	if m.RuntimePatch == nil && engine.OwnEntryIndex(job) < 0 {
+		if i := engine.OwnEntryIndex(old); i >= 0 {
 			m.RuntimePatch = old.Spec.RuntimePatches[i].DeepCopy()
 		}
 	}
-}
-
-// ownEntryIndex is the index of tj's first entry under mpiguard's manager, or -1.
-func ownEntryIndex(tj *trainer.TrainJob) int {
-	return slices.IndexFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == engine.AdmissionManager })
 }

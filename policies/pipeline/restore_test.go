@@ -98,8 +98,8 @@ func TestUpdateWithoutDecisionsGetsThemBack(t *testing.T) {
 		t.Fatalf("create: allowed %t, %v; want allowed", created.Allowed(), err)
 	}
 	stored := created.TrainJob
-	if stored.Spec.ActiveDeadlineSeconds == 0 || ownEntryIndex(stored) < 0 {
-		t.Fatalf("stored job has deadline %d and entry at %d; want both", stored.Spec.ActiveDeadlineSeconds, ownEntryIndex(stored))
+	if stored.Spec.ActiveDeadlineSeconds == 0 || engine.OwnEntryIndex(stored) < 0 {
+		t.Fatalf("stored job has deadline %d and entry at %d; want both", stored.Spec.ActiveDeadlineSeconds, engine.OwnEntryIndex(stored))
 	}
 
 	resume := stored.DeepCopy()

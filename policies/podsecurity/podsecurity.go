@@ -116,7 +116,7 @@ func Evaluate(namespaceLabels map[string]string, pods []Pod) Result {
 func violations(lv api.LevelVersion, pods []Pod) []Violation {
 	out := []Violation{}
 	for _, pod := range pods {
-		for _, r := range check(lv, &pod.Template.ObjectMeta, &pod.Template.Spec) {
+		for _, r := range Check(lv, &pod.Template.ObjectMeta, &pod.Template.Spec) {
 			out = append(out, Violation{
 				ReplicatedJob: pod.ReplicatedJob, Role: pod.Role, Field: pod.Field,
 				Reason: r.Reason, Detail: r.Detail, Fix: fixes[r.Reason],
@@ -139,10 +139,6 @@ var Restricted = api.LevelVersion{Level: api.LevelRestricted, Version: api.Lates
 // Check lists the checks of level lv a pod template fails, in the library's
 // order; none when it passes.
 func Check(lv api.LevelVersion, meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Reason {
-	return check(lv, meta, spec)
-}
-
-func check(lv api.LevelVersion, meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Reason {
 	agg := policy.AggregateCheckResults(evaluator.EvaluatePod(lv, meta, spec))
 	out := make([]Reason, len(agg.ForbiddenReasons))
 	for i := range agg.ForbiddenReasons {

@@ -55,7 +55,9 @@ func (e *Env) startControllerManager(ctx context.Context, controllers []string) 
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		return err
 	}
-	ports, err := freeLoopbackPorts("127.0.0.1", 1, 0)
+	// Not the webhook port envtest chose: replica 0 (or the proxy) binds it
+	// only after this starts.
+	ports, err := freeLoopbackPorts("127.0.0.1", 1, e.Testenv.WebhookInstallOptions.LocalServingPort)
 	if err != nil {
 		return fmt.Errorf("finding a port for kube-controller-manager: %w", err)
 	}

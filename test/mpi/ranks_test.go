@@ -333,16 +333,21 @@ func workerContainer(t *testing.T, rt *trainer.ClusterTrainingRuntime) *corev1.C
 	return nil
 }
 
-// requireMPIEnv makes a missing sshd, Open MPI or Hydra a failure instead of
-// a skip; `make test` sets it after installing them (make hydra mpi).
+// requireMPIEnv makes no root, no network namespaces or a missing sshd, Open
+// MPI or Hydra a failure instead of a skip; `make test` sets it after
+// installing them (make hydra mpi).
 const requireMPIEnv = "MPIGUARD_REQUIRE_REAL_MPI"
 
-// requireRealMPI skips unless the test can make network namespaces (root),
-// and skips or fails (requireMPIEnv) when a program it runs is missing.
+// requireRealMPI skips, or fails when requireMPIEnv is set, unless the test
+// can make network namespaces (root) and every program it runs is there.
 func requireRealMPI(t *testing.T) {
 	t.Helper()
+	skip := t.Skip
+	if os.Getenv(requireMPIEnv) != "" {
+		skip = t.Fatal
+	}
 	if os.Geteuid() != 0 {
-		t.Skip("runs pods in network and mount namespaces: needs root (CI runs it as root)")
+		skip("runs pods in network and mount namespaces: needs root (CI runs it as root)")
 	}
 	var missing []string
 	for _, prog := range []string{"/usr/sbin/sshd", "/usr/bin/ssh", "/usr/bin/mpirun.openmpi", "/usr/bin/orted",
@@ -352,15 +357,11 @@ func requireRealMPI(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("missing %v: `make hydra mpi` installs Debian's mpich, openssh-server, openmpi-bin and iproute2", missing)
-		if os.Getenv(requireMPIEnv) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		skip(fmt.Sprintf("missing %v: `make hydra mpi` installs Debian's mpich, openssh-server, openmpi-bin and iproute2", missing))
 	}
 	probe := netnsName()
 	if out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput(); err != nil {
-		t.Skipf("cannot create network namespaces here (ip netns add: %v: %s)", err, strings.TrimSpace(string(out)))
+		skip(fmt.Sprintf("cannot create network namespaces here (ip netns add: %v: %s)", err, strings.TrimSpace(string(out))))
 	}
 	_ = exec.Command("ip", "netns", "del", probe).Run()
 }

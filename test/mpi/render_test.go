@@ -3,6 +3,7 @@ package mpi
 import (
 	"context"
 	"encoding/json"
+	jobsetcontrollers "sigs.k8s.io/jobset/pkg/controllers"
 	"strconv"
 	"sync"
 	"testing"
@@ -104,11 +105,7 @@ func renderWithTrainer(t *testing.T, rt *trainer.ClusterTrainingRuntime, job *tr
 // pods per Job, hostname <jobset>-<replicated job>-<job index>-<pod index> in
 // the subdomain of the JobSet's headless Service.
 func jobSetPods(js *jobsetv1alpha2.JobSet) []podSpec {
-	// JobSet's GetSubdomain: network.subdomain, else the JobSet's name.
-	subdomain := js.Name
-	if js.Spec.Network != nil && js.Spec.Network.Subdomain != "" {
-		subdomain = js.Spec.Network.Subdomain
-	}
+	subdomain := jobsetcontrollers.GetSubdomain(js)
 	var pods []podSpec
 	for _, rj := range js.Spec.ReplicatedJobs {
 		for j := range rj.Replicas {

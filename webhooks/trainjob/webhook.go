@@ -50,6 +50,10 @@ type Options struct {
 	MaxUnconfirmedReservations int
 	// Namespace is mpiguard's own namespace, which holds the QuotaReservations.
 	Namespace string
+	// Reservations reads and writes the QuotaReservations. Everything in the
+	// process that writes them shares one (the Kueue AdmissionCheck too), so
+	// each sees the others' last writes; nil: a store of its own.
+	Reservations *reservations.Store
 }
 
 // SetupWithManager registers the TrainJob webhooks on the manager's webhook server.
@@ -66,12 +70,15 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	case opts.MaxUnconfirmedReservations < 0:
 		opts.MaxUnconfirmedReservations = 0
 	}
+	if opts.Reservations == nil {
+		opts.Reservations = reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace)
+	}
 	a := &admitter{
 		cluster:        cluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		pipeline:       opts.Pipeline,
 		grace:          opts.ReservationGrace,
 		maxUnconfirmed: opts.MaxUnconfirmedReservations,
-		reservations:   reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace),
+		reservations:   opts.Reservations,
 		recorder:       mgr.GetEventRecorder(EventsController),
 	}
 	v := Validator{a}

@@ -115,10 +115,13 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	if err := setupAudit(mgr, p, loader, o.Namespace, ao); err != nil {
 		return err
 	}
-	if err := setupKueueCheck(mgr, p, o, ko); err != nil {
+	// The webhook and the Kueue check write QuotaReservations through one
+	// store: each decides on the other's last write, not an older cached copy.
+	store := reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.Namespace)
+	if err := setupKueueCheck(mgr, p, store, o, ko); err != nil {
 		return err
 	}
-	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, ReservationGrace: o.ReservationGrace, MaxUnconfirmedReservations: o.MaxUnconfirmedReservations, Namespace: o.Namespace})
+	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, ReservationGrace: o.ReservationGrace, MaxUnconfirmedReservations: o.MaxUnconfirmedReservations, Namespace: o.Namespace, Reservations: store})
 }
 
 // setupAudit runs audit on the elected leader with the webhooks' pipeline,
@@ -147,11 +150,10 @@ func setupAudit(mgr ctrl.Manager, p *pipeline.Pipeline, loader *reload.Reconcile
 // leader with the webhooks' pipeline, reserving namespace quota in the same
 // QuotaReservations the validating webhook writes. Without Kueue's CRDs it is
 // off and mpiguard still serves admission.
-func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, o PolicyOptions, ko admissioncheck.Options) error {
+func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservations.Store, o PolicyOptions, ko admissioncheck.Options) error {
 	if !ko.Enabled {
 		return nil
 	}
-	store := reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.Namespace)
 	err := admissioncheck.SetupWithManager(mgr, p, store, o.ReservationGrace, ko)
 	if errors.Is(err, admissioncheck.ErrNoKueue) {
 		ctrl.Log.WithName("kueue-admission-check").Info(err.Error())
