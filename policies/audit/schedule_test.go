@@ -47,3 +47,38 @@ func TestYieldFor(t *testing.T) {
 		}
 	}
 }
+
+// TestChangedThenTake: the controller's own bookkeeping around auditDelay. A
+// change waits for the debounce; a change during it moves the wait; once
+// taken, the changes are gone and the next one starts a new wait.
+func TestChangedThenTake(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	now := t0
+	c := &Controller{opts: Options{Debounce: 2 * time.Second, MaxDelay: 30 * time.Second}, now: func() time.Time { return now }, changes: map[string]*pending{}}
+	step := func(d time.Duration) { now = now.Add(d) }
+
+	if got := c.take("team-a"); got != 0 {
+		t.Fatalf("nothing changed: take = %v, want 0", got)
+	}
+	c.changed("team-a")
+	step(time.Second)
+	if got := c.take("team-a"); got != time.Second {
+		t.Fatalf("1 s after a change: take = %v, want 1s", got)
+	}
+	c.changed("team-a") // the burst goes on
+	step(1500 * time.Millisecond)
+	if got := c.take("team-a"); got != 500*time.Millisecond {
+		t.Fatalf("1.5 s after the last change: take = %v, want 500ms", got)
+	}
+	step(500 * time.Millisecond)
+	if got := c.take("team-a"); got != 0 {
+		t.Fatalf("at rest: take = %v, want 0", got)
+	}
+	if _, ok := c.changes["team-a"]; ok {
+		t.Fatal("changes still noted after they were taken")
+	}
+	c.changed("team-a")
+	if got := c.take("team-a"); got != 2*time.Second {
+		t.Fatalf("a new change after the audit: take = %v, want the whole debounce", got)
+	}
+}

@@ -1,6 +1,7 @@
 package podsecurity
 
 import (
+	"k8s.io/pod-security-admission/api"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -138,6 +139,11 @@ func TestCheckLevels(t *testing.T) {
 		`seccompProfile (pod or container "node" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("restricted (-want +got):\n%s", diff)
+	}
+	baseline := api.LevelVersion{Level: api.LevelBaseline, Version: api.LatestVersion()}
+	if diff := cmp.Diff(`privileged (container "node" must not set securityContext.privileged=true)`,
+		Describe(Check(baseline, &tpl.ObjectMeta, &tpl.Spec))); diff != "" {
+		t.Errorf("baseline (-want +got):\n%s", diff)
 	}
 	if got := Check(Restricted, &hardened().ObjectMeta, &hardened().Spec); len(got) != 0 {
 		t.Errorf("hardened pod fails restricted: %s", Describe(got))
