@@ -100,8 +100,10 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 			out := decide(verdict, idle)
 			return &out, nil
 		}
-		parts := quota.PartsOf(verdict.View, state.Quotas)
-		if len(parts) > 0 {
+		// Held whenever a quota exists (as the webhook holds it): each
+		// decision charges it against the quotas of its time.
+		parts := quota.PartsOf(verdict.View)
+		if len(parts) > 0 && len(state.Quotas) > 0 {
 			err = r.store.Put(ctx, res, r.entry(req, parts))
 			if reservations.Retryable(err) {
 				continue

@@ -114,7 +114,7 @@ func TestQuotaDenialNamesHolders(t *testing.T) {
 	}
 	quotas := []corev1.ResourceQuota{q}
 	holder := func(name string, workers int32) Reservation {
-		return Reservation{TrainJob: name, Parts: quota.PartsOf(gpuView(workers), quotas)}
+		return Reservation{TrainJob: name, Parts: quota.PartsOf(gpuView(workers))}
 	}
 	req := mpiRequest("team-a", 2)
 	req.TrainJob.Spec.ActiveDeadlineSeconds = 3600
@@ -159,7 +159,7 @@ func TestDemandAmountsExact(t *testing.T) {
 	}}}
 	req := memoryJob(2, "8Pi", "0")
 	req.Quotas = []corev1.ResourceQuota{q}
-	req.Reserved = []Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(held, req.Quotas)}}
+	req.Reserved = []Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(held)}}
 	d := quotasDoc(t, req)[0].(map[string]any)["demand"].(map[string]any)["requests.memory"].(map[string]any)
 	eightPiMilli := new(big.Int).Mul(big.NewInt(9007199254740992), big.NewInt(1000))
 	want := map[string]any{

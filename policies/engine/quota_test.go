@@ -46,8 +46,8 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 		View:   view(3, "high"),
 		Quotas: []corev1.ResourceQuota{q0},
 		Reserved: []Reservation{
-			{TrainJob: "a/selected", Parts: quota.PartsOf(view(2, "high"), []corev1.ResourceQuota{q0})},
-			{TrainJob: "a/other-class", Parts: quota.PartsOf(view(5, "low"), []corev1.ResourceQuota{q0})},
+			{TrainJob: "a/selected", Parts: quota.PartsOf(view(2, "high"))},
+			{TrainJob: "a/other-class", Parts: quota.PartsOf(view(5, "low"))},
 		},
 	}
 	q := quotasDoc(t, req)[0].(map[string]any)

@@ -68,7 +68,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 				return
 			}
 			if d.Allowed {
-				inflight = append(inflight, Reservation{TrainJob: "team-a/" + req.TrainJob.Name, Parts: quota.PartsOf(req.View, req.Quotas)})
+				inflight = append(inflight, Reservation{TrainJob: "team-a/" + req.TrainJob.Name, Parts: quota.PartsOf(req.View)})
 				admitted.Add(1)
 			} else {
 				denied.Add(1)

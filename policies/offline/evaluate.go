@@ -122,10 +122,16 @@ func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trai
 		}
 	}
 	key := tj.Namespace + "/" + tj.Name
-	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], engine.Reservation{TrainJob: key, Parts: quota.PartsOf(view, r.quotasIn(tj.Namespace))})
+	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], engine.Reservation{TrainJob: key, UID: tj.UID, Parts: quota.PartsOf(view)})
 }
 
 var _ pipeline.Cluster = (*clusterReader)(nil)
+
+// Snapshot: documents hold no runtime snapshots; every job is rendered from
+// its runtime, as at its create.
+func (r *clusterReader) Snapshot(context.Context, *trainer.TrainJob) (client.Object, error) {
+	return nil, nil
+}
 
 func (r *clusterReader) Runtime(_ context.Context, tj *trainer.TrainJob) (client.Object, error) {
 	return r.runtimeOf(tj)

@@ -69,6 +69,16 @@ func (c ClientCluster) Runtime(ctx context.Context, job *trainer.TrainJob) (clie
 	return obj, nil
 }
 
+// Snapshot reads job's runtime snapshot from the apiserver (Live when set):
+// mpiguard's cache holds no ConfigMaps of job namespaces.
+func (c ClientCluster) Snapshot(ctx context.Context, job *trainer.TrainJob) (client.Object, error) {
+	reader := c.Reader
+	if c.Live != nil {
+		reader = c.Live
+	}
+	return Snapshot(ctx, reader, job)
+}
+
 // Namespace reads what namespace ns contributes to a decision.
 func (c ClientCluster) Namespace(ctx context.Context, ns string) (*Namespace, error) {
 	out := &Namespace{Namespace: &corev1.Namespace{}}

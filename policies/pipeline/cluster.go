@@ -19,6 +19,10 @@ type Cluster interface {
 	// refers to, its kind set, or an error that says which is missing and
 	// how to fix it.
 	Runtime(ctx context.Context, job *trainer.TrainJob) (client.Object, error)
+	// Snapshot returns the runtime snapshot the Trainer builds a stored
+	// job's later JobSets from (snapshot.go), nil when the job has none, or
+	// a *SnapshotError when the Trainer would refuse it.
+	Snapshot(ctx context.Context, job *trainer.TrainJob) (client.Object, error)
 	// Namespace returns what namespace name contributes to a decision.
 	Namespace(ctx context.Context, name string) (*Namespace, error)
 }
@@ -62,13 +66,15 @@ func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, err
 	return &out, nil
 }
 
-// WithoutJob leaves out the reservation of TrainJob ns/name: a job being
-// decided replaces its own.
-func WithoutJob(reserved []engine.Reservation, ns, name string) []engine.Reservation {
-	key := ns + "/" + name
+// WithoutJob leaves out the reservation of job (its name and UID): a job
+// being decided replaces its own. A create under the name of a live job has
+// another UID (the apiserver will refuse it as AlreadyExists): it is decided
+// against everything the live job holds, never in its place.
+func WithoutJob(reserved []engine.Reservation, job *trainer.TrainJob) []engine.Reservation {
+	key := job.Namespace + "/" + job.Name
 	out := make([]engine.Reservation, 0, len(reserved))
 	for _, r := range reserved {
-		if r.TrainJob != key {
+		if r.TrainJob != key || (r.UID != "" && r.UID != job.UID) {
 			out = append(out, r)
 		}
 	}

@@ -177,7 +177,7 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		View:        view,
 		Namespace:   ns.Namespace,
 		Quotas:      ns.Quotas,
-		Reserved:    WithoutJob(ns.Reserved, job.Namespace, job.Name),
+		Reserved:    WithoutJob(ns.Reserved, job),
 		Runtime:     runtimeMeta(rt),
 	}
 	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er}
@@ -238,7 +238,7 @@ func (p *Pipeline) Requote(ctx context.Context, req *Request, v *Verdict, quotas
 		return nil, errors.New("requote: only a governed verdict with a decision (stage Validate or Admit) can be judged again")
 	}
 	er := *v.request
-	er.Quotas, er.Reserved = quotas, WithoutJob(reserved, er.TrainJob.Namespace, er.TrainJob.Name)
+	er.Quotas, er.Reserved = quotas, WithoutJob(reserved, er.TrainJob)
 	d, err := p.judge(ctx, req, &er)
 	if err != nil {
 		return nil, err
@@ -275,11 +275,23 @@ func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request)
 	if req.OldTrainJob != nil && !req.Audit && (!specChanged(req.OldTrainJob, req.TrainJob) || onlySuspends(req.OldTrainJob, req.TrainJob)) {
 		return nil, nil
 	}
-	rt, err := c.Runtime(ctx, req.TrainJob)
+	rt, err := runtimeOf(ctx, c, req.TrainJob, req.Operation == engine.Update)
 	if err != nil || !engine.Governs(rt) {
 		return nil, err
 	}
 	return rt, nil
+}
+
+// runtimeOf is what the Trainer builds job's pods from: for a stored job
+// (an update, a resume, audit), its runtime snapshot when it has one, else
+// its runtime. A create has no snapshot yet.
+func runtimeOf(ctx context.Context, c Cluster, job *trainer.TrainJob, stored bool) (client.Object, error) {
+	if stored {
+		if snap, err := c.Snapshot(ctx, job); snap != nil || err != nil {
+			return snap, err
+		}
+	}
+	return c.Runtime(ctx, job)
 }
 
 func validateRequest(req *Request) error {

@@ -26,6 +26,10 @@ type memCluster struct {
 	ns       Namespace
 }
 
+func (m memCluster) Snapshot(context.Context, *trainer.TrainJob) (client.Object, error) {
+	return nil, nil
+}
+
 func (m memCluster) Runtime(_ context.Context, job *trainer.TrainJob) (client.Object, error) {
 	rt, ok := m.runtimes[job.Spec.RuntimeRef.Name]
 	if !ok {
@@ -174,7 +178,7 @@ func TestReservedLeavesOutTheJobDecided(t *testing.T) {
 	if err != nil || !v.Allowed() {
 		t.Fatalf("alone: allowed %t, %v; want allowed", v.Allowed(), err)
 	}
-	parts := quota.PartsOf(v.View, c.ns.Quotas)
+	parts := quota.PartsOf(v.View)
 	for _, tc := range []struct {
 		holder string
 		want   bool
@@ -221,7 +225,7 @@ func TestRequoteIsRunOnAnotherQuotaState(t *testing.T) {
 	if err != nil || !first.Allowed() {
 		t.Fatalf("alone: allowed %t, %v; want allowed", first.Allowed(), err)
 	}
-	parts := quota.PartsOf(first.View, c.ns.Quotas)
+	parts := quota.PartsOf(first.View)
 	for _, holder := range []string{"team-a/run", "team-a/other"} {
 		reserved := []engine.Reservation{{TrainJob: holder, Parts: parts}}
 		want, err := p.Run(ctx, WithQuotaState(c, c.ns.Quotas, reserved), req, Admit)

@@ -52,19 +52,25 @@ func (c *storedViews) put(uid, key string, view *render.JobView) {
 
 // RenderStored renders a TrainJob read from the cluster (not one being
 // admitted) with namespace context ns: what a job that already holds quota
-// will create. The quota decisions of other jobs count it.
+// will create, built as the Trainer builds it, from the job's runtime
+// snapshot when it has one (snapshot.go). The quota decisions of other jobs
+// count it.
 func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.TrainJob, ns *Namespace) (*render.JobView, error) {
 	rt, err := c.Runtime(ctx, job)
-	if err != nil {
+	gone := IsRuntimeGone(err)
+	if err != nil && (!gone || job.UID == "") {
 		return nil, err
 	}
-	in := render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses}
-	if job.UID == "" { // not from an apiserver (`mpiguard check`'s documents): nothing identifies it
-		return p.renderer.Render(ctx, in)
+	if job.UID == "" { // not from an apiserver (`mpiguard check`'s documents): nothing identifies it, no snapshot
+		return p.renderer.Render(ctx, render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses})
 	}
 	var key strings.Builder
 	key.WriteString(job.ResourceVersion)
-	key.WriteString("/" + rt.GetResourceVersion())
+	if gone {
+		key.WriteString("/-")
+	} else {
+		key.WriteString("/" + rt.GetResourceVersion())
+	}
 	for i := range ns.LimitRanges {
 		key.WriteString("/" + ns.LimitRanges[i].ResourceVersion)
 	}
@@ -72,7 +78,21 @@ func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.Tra
 	if v, ok := p.stored.get(uid, key.String()); ok {
 		return v, nil
 	}
-	v, err := p.renderer.Render(ctx, in)
+	// The snapshot is read from the apiserver only when the job, its
+	// runtime or the namespace's LimitRanges changed since the last render:
+	// an edit of the snapshot alone changes nothing the job runs until its
+	// next JobSet, which only a resume builds, and a resume is an update of
+	// the job (a new resourceVersion), judged on a fresh read of the snapshot.
+	snap, snapErr := c.Snapshot(ctx, job)
+	switch {
+	case snapErr != nil:
+		return nil, snapErr
+	case snap != nil:
+		rt = snap // the Trainer no longer needs the runtime
+	case gone:
+		return nil, err
+	}
+	v, err := p.renderer.Render(ctx, render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses})
 	if err != nil {
 		return nil, err
 	}

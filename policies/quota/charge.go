@@ -1,47 +1,28 @@
 package quota
 
 import (
-	"slices"
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
-// PartsOf is what a rendered job charges the namespace's quotas: for each
-// replicated job with pods, and each quota whose scopes select those pods,
-// what one pod charges it by the quota's resource names. Replicated jobs that
-// charge no quota are left out, so a job the quotas do not limit has no parts.
-func PartsOf(view *render.JobView, quotas []corev1.ResourceQuota) []v1alpha1.ReservedPart {
+// PartsOf is what a rendered job's pods will count for quota: for each
+// replicated job with pods, one pod's usage and the fields quota scopes
+// select it by. Parts name no quota: every decision charges them against
+// the ResourceQuotas that exist then (Charge).
+func PartsOf(view *render.JobView) []v1alpha1.ReservedPart {
 	var parts []v1alpha1.ReservedPart
 	for j := range view.ReplicatedJobs {
 		rj := &view.ReplicatedJobs[j]
 		if rj.Pods <= 0 {
 			continue
 		}
-		usage := rj.PerPod.QuotaUsage()
-		part := v1alpha1.ReservedPart{ReplicatedJob: rj.Name, Pods: rj.Pods}
-		for i := range quotas {
-			q := &quotas[i]
-			if !Selects(q, &rj.PodTemplate.Spec) {
-				continue
-			}
-			perPod := corev1.ResourceList{}
-			for name := range q.Spec.Hard {
-				if amount, ok := ChargedFor(name, usage); ok && !amount.IsZero() {
-					perPod[name] = amount
-				}
-			}
-			if len(perPod) > 0 {
-				part.Quotas = append(part.Quotas, v1alpha1.QuotaCharge{Quota: q.Name, PerPod: perPod})
-			}
-		}
-		if len(part.Quotas) > 0 {
-			slices.SortFunc(part.Quotas, func(a, b v1alpha1.QuotaCharge) int { return strings.Compare(a.Quota, b.Quota) })
-			parts = append(parts, part)
-		}
+		parts = append(parts, v1alpha1.ReservedPart{
+			ReplicatedJob: rj.Name, Pods: rj.Pods,
+			PerPod: rj.PerPod.QuotaUsage(), Scope: ScopeOf(&rj.PodTemplate.Spec),
+		})
 	}
 	return parts
 }
@@ -64,22 +45,40 @@ func Missing(parts []v1alpha1.ReservedPart, existing map[string]int32) []v1alpha
 	return out
 }
 
-// Charge is what parts charge quota (by name) for each of its resource names: the
-// sum over parts of pods × per-pod amount, exact.
-func Charge(parts []v1alpha1.ReservedPart, quota string) corev1.ResourceList {
+// Charge is what parts charge quota q for each of its resource names: the
+// sum over the parts q selects of pods × what one pod counts for the name,
+// exact. A part written before parts carried their usage (no perPod) charges
+// what was frozen for q's name at its admission.
+func Charge(parts []v1alpha1.ReservedPart, q *corev1.ResourceQuota) corev1.ResourceList {
 	var sum corev1.ResourceList
+	add := func(name corev1.ResourceName, perPod resource.Quantity, pods int32) {
+		if perPod.IsZero() {
+			return
+		}
+		if sum == nil {
+			sum = corev1.ResourceList{}
+		}
+		total := sum[name]
+		total.Add(Times(perPod, int64(pods)))
+		sum[name] = total
+	}
 	for _, p := range parts {
-		for _, c := range p.Quotas {
-			if c.Quota != quota {
-				continue
-			}
-			for name, perPod := range c.PerPod {
-				if sum == nil {
-					sum = corev1.ResourceList{}
+		if p.PerPod == nil {
+			for _, c := range p.Quotas {
+				if c.Quota == q.Name {
+					for name, perPod := range c.PerPod {
+						add(name, perPod, p.Pods)
+					}
 				}
-				total := sum[name]
-				total.Add(Times(perPod, int64(p.Pods)))
-				sum[name] = total
+			}
+			continue
+		}
+		if !SelectsScope(q, p.Scope) {
+			continue
+		}
+		for name := range q.Spec.Hard {
+			if perPod, ok := ChargedFor(name, p.PerPod); ok {
+				add(name, perPod, p.Pods)
 			}
 		}
 	}

@@ -122,11 +122,20 @@ func memoryQuota(hard, used string) *corev1.ResourceQuota {
 	return q
 }
 
-// holder holds pods × per of the team-a quota's requests.memory.
+// holder holds pods that each request per of memory.
 func holder(name string, pods int32, per string) Holder {
 	return Holder{TrainJob: name, Parts: []v1alpha1.ReservedPart{{
 		ReplicatedJob: "node", Pods: pods,
-		Quotas: []v1alpha1.QuotaCharge{{Quota: "team-a", PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per)}}},
+		PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per), "memory": resource.MustParse(per), "pods": resource.MustParse("1")},
+	}}}
+}
+
+// legacyHolder holds what an entry written before parts carried their usage
+// froze for one quota (by name) at its admission.
+func legacyHolder(name, quota string, pods int32, per string) Holder {
+	return Holder{TrainJob: name, Parts: []v1alpha1.ReservedPart{{
+		ReplicatedJob: "node", Pods: pods,
+		Quotas: []v1alpha1.QuotaCharge{{Quota: quota, PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per)}}},
 	}}}
 }
 
@@ -138,9 +147,8 @@ func TestReservedAndFreePastInt64(t *testing.T) {
 		holder("team-a/small", 1, "1Gi"),
 		holder("team-a/huge", 5000, "1Ei"),
 		holder("team-a/large", 2, "8Pi"),
-		holder("team-a/other-quota", 1, "1Gi"),
+		legacyHolder("team-a/other-quota", "team-b", 1, "1Gi"),
 	}
-	holders[3].Parts[0].Quotas[0].Quota = "team-b"
 	held := Reserved(q, holders)["requests.memory"]
 	if held == nil {
 		t.Fatal("nothing held of requests.memory")
@@ -194,9 +202,68 @@ func TestFree(t *testing.T) {
 // Charge multiplies and sums exactly: a job of thousands of pods of exabytes.
 func TestChargePastInt64(t *testing.T) {
 	parts := append(holder("", 5000, "1Ei").Parts, holder("", 1, "1Gi").Parts...)
-	got := Charge(parts, "team-a")["requests.memory"]
+	got := Charge(parts, memoryQuota("1Ki", ""))["requests.memory"]
 	want := new(big.Int).Add(pow2(60, 5000), pow2(30, 1))
 	if m := Milli(got); m.Cmp(milli(want)) != 0 {
 		t.Errorf("charge = %s milli, want %s", m, milli(want))
+	}
+}
+
+// Parts are charged against the quota as it is now: every name it limits
+// that pods count for, only when its scopes select the pods; a part written
+// before parts carried their usage charges what it froze for that quota.
+func TestChargeAgainstTodaysQuota(t *testing.T) {
+	gpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse(n), "pods": resource.MustParse("1")}
+	}
+	part := v1alpha1.ReservedPart{ReplicatedJob: "node", Pods: 2, PerPod: gpus("8"), Scope: v1alpha1.PodScope{PriorityClassName: "high"}}
+	quotaOf := func(name string, hard corev1.ResourceList, scope *corev1.ScopeSelector) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: hard, ScopeSelector: scope}}
+	}
+	only := func(class string) *corev1.ScopeSelector {
+		return &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+			ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{class},
+		}}}
+	}
+	cases := map[string]struct {
+		parts []v1alpha1.ReservedPart
+		q     *corev1.ResourceQuota
+		want  corev1.ResourceList
+	}{
+		"a GPU quota created after admission counts the pods' GPUs": {
+			parts: []v1alpha1.ReservedPart{part},
+			q:     quotaOf("gpus", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}, nil),
+			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")},
+		},
+		"every name the quota limits": {
+			parts: []v1alpha1.ReservedPart{part},
+			q:     quotaOf("both", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("10")}, nil),
+			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("2")},
+		},
+		"a quota whose scopes do not select the pods": {
+			parts: []v1alpha1.ReservedPart{part},
+			q:     quotaOf("low", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}, only("low")),
+		},
+		"a quota whose scopes select the pods": {
+			parts: []v1alpha1.ReservedPart{part},
+			q:     quotaOf("high", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}, only("high")),
+			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")},
+		},
+		"a legacy part charges what it froze for the quota of that name": {
+			parts: legacyHolder("", "gpus", 2, "3").Parts,
+			q:     quotaOf("gpus", corev1.ResourceList{"requests.memory": resource.MustParse("16")}, nil),
+			want:  corev1.ResourceList{"requests.memory": resource.MustParse("6")},
+		},
+		"a legacy part charges nothing to another quota": {
+			parts: legacyHolder("", "gpus", 2, "3").Parts,
+			q:     quotaOf("other", corev1.ResourceList{"requests.memory": resource.MustParse("16")}, nil),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Charge(tc.parts, tc.q), cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+				t.Errorf("charge (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
@@ -15,7 +16,10 @@ import (
 type Holder struct {
 	// TrainJob is "namespace/name", for decision logs and messages.
 	TrainJob string
-	Parts    []v1alpha1.ReservedPart
+	// UID is the TrainJob's: a create under the name of a live job is
+	// another job, and holds on top of it.
+	UID   types.UID
+	Parts []v1alpha1.ReservedPart
 }
 
 // Held is what holders hold of one quota resource name.
@@ -36,7 +40,7 @@ type HeldBy struct {
 func Reserved(q *corev1.ResourceQuota, holders []Holder) map[corev1.ResourceName]*Held {
 	out := map[corev1.ResourceName]*Held{}
 	for _, h := range holders {
-		for name, amount := range Charge(h.Parts, q.Name) {
+		for name, amount := range Charge(h.Parts, q) {
 			if _, counted := q.Spec.Hard[name]; !counted || amount.IsZero() {
 				continue
 			}

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
 // Selects says whether a quota's scopes and scope selector select a pod with
@@ -11,14 +13,29 @@ import (
 // (activeDeadlineSeconds set), NotTerminating, BestEffort, NotBestEffort,
 // PriorityClass (In, NotIn, Exists, DoesNotExist) and CrossNamespacePodAffinity.
 func Selects(q *corev1.ResourceQuota, spec *corev1.PodSpec) bool {
+	return SelectsScope(q, ScopeOf(spec))
+}
+
+// ScopeOf is what quota scopes select a pod with this spec by.
+func ScopeOf(spec *corev1.PodSpec) v1alpha1.PodScope {
+	return v1alpha1.PodScope{
+		PriorityClassName:      spec.PriorityClassName,
+		Terminating:            terminating(spec),
+		BestEffort:             bestEffort(spec),
+		CrossNamespaceAffinity: crossNamespaceAffinity(spec),
+	}
+}
+
+// SelectsScope says whether quota q selects pods of scope s (Selects).
+func SelectsScope(q *corev1.ResourceQuota, s v1alpha1.PodScope) bool {
 	for _, scope := range q.Spec.Scopes {
-		if !scopeMatches(corev1.ScopedResourceSelectorRequirement{ScopeName: scope, Operator: corev1.ScopeSelectorOpExists}, spec) {
+		if !scopeMatches(corev1.ScopedResourceSelectorRequirement{ScopeName: scope, Operator: corev1.ScopeSelectorOpExists}, s) {
 			return false
 		}
 	}
 	if q.Spec.ScopeSelector != nil {
 		for _, req := range q.Spec.ScopeSelector.MatchExpressions {
-			if !scopeMatches(req, spec) {
+			if !scopeMatches(req, s) {
 				return false
 			}
 		}
@@ -26,20 +43,20 @@ func Selects(q *corev1.ResourceQuota, spec *corev1.PodSpec) bool {
 	return true
 }
 
-func scopeMatches(req corev1.ScopedResourceSelectorRequirement, spec *corev1.PodSpec) bool {
+func scopeMatches(req corev1.ScopedResourceSelectorRequirement, s v1alpha1.PodScope) bool {
 	switch req.ScopeName {
 	case corev1.ResourceQuotaScopeTerminating:
-		return terminating(spec)
+		return s.Terminating
 	case corev1.ResourceQuotaScopeNotTerminating:
-		return !terminating(spec)
+		return !s.Terminating
 	case corev1.ResourceQuotaScopeBestEffort:
-		return bestEffort(spec)
+		return s.BestEffort
 	case corev1.ResourceQuotaScopeNotBestEffort:
-		return !bestEffort(spec)
+		return !s.BestEffort
 	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
-		return crossNamespaceAffinity(spec)
+		return s.CrossNamespaceAffinity
 	case corev1.ResourceQuotaScopePriorityClass:
-		pc := spec.PriorityClassName
+		pc := s.PriorityClassName
 		switch req.Operator {
 		case corev1.ScopeSelectorOpExists:
 			return pc != ""

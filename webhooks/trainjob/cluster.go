@@ -13,6 +13,10 @@ import "github.com/mpiguard/mpiguard/policies/pipeline"
 // limit ranges the job's pods will be charged against, and the pods of jobs
 // that already run (only pods with a JobSet label are cached).
 // +kubebuilder:rbac:groups="",resources=namespaces;resourcequotas;limitranges;pods,verbs=get;list;watch
+// A stored job's runtime snapshot (<job>-runtime-snapshot), which the Trainer
+// builds its resumes from: read with a GET when a job is judged, never listed
+// or watched (policies/pipeline/snapshot.go).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // RuntimeClass overhead counts against the quota.
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 

@@ -138,8 +138,11 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 				qd.answer(v.respond(verdict))
 				continue
 			}
-			parts := quota.PartsOf(verdict.View, quotas)
-			if len(parts) == 0 {
+			// Jobs are held whenever a quota exists, whatever it limits
+			// now: each decision charges the parts against the quotas of
+			// its time, so a quota created while the job waits counts it.
+			parts := quota.PartsOf(verdict.View)
+			if len(parts) == 0 || len(quotas) == 0 {
 				qd.answer(v.respond(verdict))
 				continue
 			}
@@ -161,7 +164,7 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 			entries = append(entries, e)
 			writing = append(writing, qd)
 			// The requests after it in this round see its reservation.
-			holders = append(pipeline.WithoutJob(holders, ns, qd.r.TrainJob.Name), engine.Reservation{TrainJob: ns + "/" + qd.r.TrainJob.Name, Parts: parts})
+			holders = append(pipeline.WithoutJob(holders, qd.r.TrainJob), engine.Reservation{TrainJob: ns + "/" + qd.r.TrainJob.Name, UID: qd.r.TrainJob.UID, Parts: parts})
 		}
 		if len(entries) > 0 {
 			err = v.reservations.Put(ctx, res, entries...)

@@ -4,6 +4,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -40,20 +41,27 @@ func Holders(res *v1alpha1.QuotaReservation, existing map[string]map[string]int3
 	var out []quota.Holder
 	for _, e := range res.Spec.Entries {
 		if parts := quota.Missing(e.Parts, existing[e.TrainJob]); len(parts) > 0 {
-			out = append(out, quota.Holder{TrainJob: res.Spec.Namespace + "/" + e.TrainJob, Parts: parts})
+			out = append(out, quota.Holder{TrainJob: res.Spec.Namespace + "/" + e.TrainJob, UID: e.UID, Parts: parts})
 		}
 	}
 	return out
 }
 
-// Has says whether res has an entry for TrainJob name.
-func Has(res *v1alpha1.QuotaReservation, name string) bool {
-	for _, e := range res.Spec.Entries {
-		if e.TrainJob == name {
+// Has says whether res has an entry for job: its name and UID. An entry of
+// another UID was left by a create under the same name, and is another job.
+func Has(res *v1alpha1.QuotaReservation, job *trainer.TrainJob) bool {
+	for i := range res.Spec.Entries {
+		if SameJob(&res.Spec.Entries[i], job.Name, job.UID) {
 			return true
 		}
 	}
 	return false
+}
+
+// SameJob says whether entry e is of the TrainJob name with uid. An entry
+// without a UID (none was known when it was written) is its name's.
+func SameJob(e *v1alpha1.ReservationEntry, name string, uid types.UID) bool {
+	return e.TrainJob == name && (e.UID == "" || e.UID == uid)
 }
 
 // StartsPods says whether a stored TrainJob will still create pods: not

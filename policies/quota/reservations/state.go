@@ -3,6 +3,8 @@ package reservations
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +56,7 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 	}
 	for i := range jobs.Items {
 		other := &jobs.Items[i]
-		if Has(res, other.Name) || !StartsPods(other) {
+		if Has(res, other) || !StartsPods(other) {
 			continue
 		}
 		view, err := renderStored(ctx, other)
@@ -64,8 +66,8 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 		if view == nil {
 			continue // creates no pods: holds nothing
 		}
-		if parts := quota.Missing(quota.PartsOf(view, quotas), existing[other.Name]); len(parts) > 0 {
-			holders = append(holders, quota.Holder{TrainJob: ns + "/" + other.Name, Parts: parts})
+		if parts := quota.Missing(quota.PartsOf(view), existing[other.Name]); len(parts) > 0 {
+			holders = append(holders, quota.Holder{TrainJob: ns + "/" + other.Name, UID: other.UID, Parts: parts})
 		}
 	}
 	state := State{Quotas: quotas, Holders: holders}
@@ -82,7 +84,8 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 // consistent read up to the apiserver's progress-request period (100 ms) on
 // every decision: measured, it made every create through mpiguard take
 // 100 ms instead of 10 ms. A quota created since the cache last heard is
-// missed, as it was when quotas were read from the cache alone.
+// missed, as it was when quotas were read from the cache alone. A quota the
+// quota controller has not synced yet fails the read (NotSyncedError).
 func LiveQuotas(ctx context.Context, cache, live client.Reader, ns string) ([]corev1.ResourceQuota, error) {
 	var cached corev1.ResourceQuotaList
 	if err := cache.List(ctx, &cached, client.InNamespace(ns)); err != nil {
@@ -98,7 +101,45 @@ func LiveQuotas(ctx context.Context, cache, live client.Reader, ns string) ([]co
 		case err != nil:
 			return nil, fmt.Errorf("reading ResourceQuota %s/%s: %w", ns, cached.Items[i].Name, err)
 		}
+		if err := synced(&q); err != nil {
+			return nil, err
+		}
 		out = append(out, q)
 	}
 	return out, nil
+}
+
+// synced fails for a quota whose status does not count yet what it limits
+// of pods: status.hard differs from spec.hard (created or changed, and the
+// quota controller has not caught up), or status.used lacks a name. Its
+// status.used cannot be trusted; the apiserver's own quota admission refuses
+// pods in the same case ("status unknown for quota").
+func synced(q *corev1.ResourceQuota) error {
+	var stale []string
+	for name, hard := range q.Spec.Hard {
+		if _, _, pods := quota.ChargedName(name); !pods {
+			continue
+		}
+		statusHard, ok := q.Status.Hard[name]
+		if _, counted := q.Status.Used[name]; !ok || !counted || statusHard.Cmp(hard) != 0 {
+			stale = append(stale, string(name))
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	slices.Sort(stale)
+	return &NotSyncedError{Namespace: q.Namespace, Name: q.Name, Resources: stale}
+}
+
+// NotSyncedError is a ResourceQuota whose status the quota controller has not
+// brought up to its spec yet: nothing is decided against it until it has.
+type NotSyncedError struct {
+	Namespace, Name string
+	Resources       []string
+}
+
+func (e *NotSyncedError) Error() string {
+	return fmt.Sprintf("ResourceQuota %s/%s is not synced yet: its status does not count %s as its spec limits them (the quota controller updates it within seconds of a change)",
+		e.Namespace, e.Name, strings.Join(e.Resources, ", "))
 }

@@ -43,7 +43,10 @@ func TestReadState(t *testing.T) {
 	quotaQ := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "q"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("20")}},
-		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"pods": resource.MustParse("2")}},
+		Status: corev1.ResourceQuotaStatus{
+			Hard: corev1.ResourceList{"pods": resource.MustParse("20")},
+			Used: corev1.ResourceList{"pods": resource.MustParse("2")},
+		},
 	}
 	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{entry("reserved", 3)}}}
 	objects := []client.Object{
@@ -103,4 +106,54 @@ func TestReadState(t *testing.T) {
 			t.Errorf("holders (-want +got):\n%s", d)
 		}
 	})
+}
+
+// A quota is decided against only once the quota controller counts what it
+// limits of pods: status.hard equal to spec.hard and status.used present.
+func TestSynced(t *testing.T) {
+	list := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	q := func(hard, statusHard, used corev1.ResourceList) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "q"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+			Status:     corev1.ResourceQuotaStatus{Hard: statusHard, Used: used},
+		}
+	}
+	gpu := "requests.nvidia.com/gpu"
+	cases := map[string]struct {
+		q     *corev1.ResourceQuota
+		stale []string
+	}{
+		"synced":                     {q(list(gpu, "16"), list(gpu, "16"), list(gpu, "0")), nil},
+		"no status (just created)":   {q(list(gpu, "16"), nil, nil), []string{gpu}},
+		"spec changed since":         {q(list(gpu, "16"), list(gpu, "8"), list(gpu, "0")), []string{gpu}},
+		"a name added, not counted":  {q(list(gpu, "16", "pods", "4"), list(gpu, "16"), list(gpu, "0")), []string{"pods"}},
+		"used not counted yet":       {q(list(gpu, "16"), list(gpu, "16"), nil), []string{gpu}},
+		"names pods never count":     {q(list("count/configmaps", "4"), nil, nil), nil},
+		"equal amounts, other units": {q(list("requests.memory", "1Gi"), list("requests.memory", "1024Mi"), list("requests.memory", "0")), nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := synced(tc.q)
+			var got []string
+			var ns *NotSyncedError
+			if errors.As(err, &ns) {
+				got = ns.Resources
+			} else if err != nil {
+				t.Fatalf("err = %v", err)
+			}
+			if d := cmp.Diff(tc.stale, got); d != "" {
+				t.Errorf("stale names (-want +got):\n%s", d)
+			}
+			if err != nil && !strings.Contains(err.Error(), "ResourceQuota team-a/q is not synced yet") {
+				t.Errorf("message %q does not name the quota", err)
+			}
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
@@ -96,13 +97,13 @@ func newer(a, b string) bool {
 }
 
 // Put writes res as read plus entries (each replacing any entry of the same
-// TrainJob): a create when res has no resourceVersion, else an update that
+// TrainJob: name and UID, SameJob): a create when res has no resourceVersion, else an update that
 // carries the resourceVersion read, so it fails with a conflict when anyone
 // wrote since.
 func (s *Store) Put(ctx context.Context, res *v1alpha1.QuotaReservation, entries ...v1alpha1.ReservationEntry) error {
 	out := res.DeepCopy()
 	for _, e := range entries {
-		out.Spec.Entries = append(withoutJob(out.Spec.Entries, e.TrainJob), e)
+		out.Spec.Entries = append(withoutJob(out.Spec.Entries, e.TrainJob, e.UID), e)
 	}
 	var err error
 	if out.ResourceVersion == "" {
@@ -132,10 +133,10 @@ func Retryable(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err)
 }
 
-func withoutJob(entries []v1alpha1.ReservationEntry, job string) []v1alpha1.ReservationEntry {
+func withoutJob(entries []v1alpha1.ReservationEntry, job string, uid types.UID) []v1alpha1.ReservationEntry {
 	out := entries[:0:0]
-	for _, e := range entries {
-		if e.TrainJob != job {
+	for i := range entries {
+		if e := entries[i]; !SameJob(&e, job, uid) {
 			out = append(out, e)
 		}
 	}

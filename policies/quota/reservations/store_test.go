@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -51,7 +53,7 @@ func TestPutConflictsOnAStaleRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Spec.Entries) != 2 || !Has(got, "a") || !Has(got, "b") {
+	if len(got.Spec.Entries) != 2 || !Has(got, named("a")) || !Has(got, named("b")) {
 		t.Errorf("entries = %+v, want a and b", got.Spec.Entries)
 	}
 }
@@ -74,7 +76,7 @@ func TestGetPrefersOwnNewerWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !Has(got, "a") {
+	if !Has(got, named("a")) {
 		t.Errorf("Get returned the cache's older copy (rv %s), not this process's write", got.ResourceVersion)
 	}
 }
@@ -99,3 +101,8 @@ func (f fixedReader) Get(_ context.Context, _ client.ObjectKey, obj client.Objec
 }
 
 func (f fixedReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+// named is a TrainJob of that name without a UID (as entry writes them).
+func named(name string) *trainer.TrainJob {
+	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}

@@ -88,11 +88,39 @@ type ReservedPart struct {
 	// pods is how many pods it creates.
 	// +kubebuilder:validation:Minimum=0
 	Pods int32 `json:"pods"`
-	// quotas: for each ResourceQuota whose scopes select these pods, what one
-	// pod charges it, by the quota's resource names.
+	// perPod is what one of its pods counts for quota: the apiserver's pod
+	// evaluator's usage (pods, requests.*, limits.*, cpu, memory, ...). Each
+	// quota decision charges it against the ResourceQuotas that exist then,
+	// so a quota created or changed while the job waits for its pods counts
+	// it too.
+	// +optional
+	PerPod corev1.ResourceList `json:"perPod,omitempty"`
+	// scope is what quota scopes select its pods by.
+	// +optional
+	Scope PodScope `json:"scope,omitempty"`
+	// quotas is what entries written by mpiguard before perPod held: one
+	// pod's charge per ResourceQuota, frozen at admission. Read only when
+	// perPod is empty (entries written before an upgrade); never written.
 	// +listType=atomic
 	// +optional
 	Quotas []QuotaCharge `json:"quotas,omitempty"`
+}
+
+// PodScope is what ResourceQuota scopes select a pod by.
+type PodScope struct {
+	// priorityClassName of the pods (scope PriorityClass).
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// terminating: the pods set activeDeadlineSeconds (scopes Terminating, NotTerminating).
+	// +optional
+	Terminating bool `json:"terminating,omitempty"`
+	// bestEffort: no container requests or limits cpu or memory (scopes BestEffort, NotBestEffort).
+	// +optional
+	BestEffort bool `json:"bestEffort,omitempty"`
+	// crossNamespaceAffinity: a pod (anti-)affinity term names other
+	// namespaces (scope CrossNamespacePodAffinity).
+	// +optional
+	CrossNamespaceAffinity bool `json:"crossNamespaceAffinity,omitempty"`
 }
 
 // QuotaCharge is what one pod charges one ResourceQuota.
