@@ -6,6 +6,10 @@ import (
 	"net/http"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +42,9 @@ const reservationBudget = 8 * time.Second
 
 // quotaDecision is one request waiting for its namespace's batch.
 type quotaDecision struct {
+	// ctx is the request's: once it is done, its handler has answered and
+	// nothing may be written for it.
+	ctx      context.Context
 	req      admission.Request
 	r        *pipeline.Request
 	deadline time.Time
@@ -54,15 +61,14 @@ type quotaDecision struct {
 // next batch (batch.go) and waits for its answer.
 func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request) admission.Response {
 	r.RecordLater = true
-	qd := &quotaDecision{req: req, r: r, deadline: time.Now().Add(reservationBudget), done: make(chan admission.Response, 1)}
+	qd := &quotaDecision{ctx: ctx, req: req, r: r, deadline: time.Now().Add(reservationBudget), done: make(chan admission.Response, 1)}
 	v.batches.add(r.TrainJob.Namespace, qd)
 	select {
 	case resp := <-qd.done:
 		return resp
 	case <-ctx.Done():
-		// The batch still answers qd (into its buffer) and, if it was
-		// allowed, its entry is released after the grace like any create
-		// that never happened.
+		// The batch still answers qd (into its buffer) and writes no
+		// entry for it: it checks the context before each write.
 		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("the request ended before mpiguard decided it: %w", ctx.Err()))
 	}
 }
@@ -146,11 +152,23 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 				qd.answer(v.respond(verdict))
 				continue
 			}
+			if done := qd.ended(); done != "" {
+				qd.answer(v.refuse(qd, done))
+				continue
+			}
 			e := v.entry(qd, parts)
-			if e.Operation == v1alpha1.OperationCreate && v.maxUnconfirmed > 0 && state.Unconfirmed >= v.maxUnconfirmed {
+			if e.Operation == v1alpha1.OperationUpdate {
+				if msg, err := v.confirmUpdate(ctx, qd); err != nil || msg != "" {
+					if err != nil {
+						msg = fmt.Sprintf("mpiguard could not read TrainJob %s/%s to confirm the update (%v), so nothing was reserved; retry the request", ns, qd.r.TrainJob.Name, err)
+					}
+					qd.answer(v.refuse(qd, msg))
+					continue
+				}
+			}
+			if v.maxUnconfirmed > 0 && state.Unconfirmed >= v.maxUnconfirmed {
 				// Refused only on a live read, as a denial is: the
-				// entries seen may have been released since. A resume's
-				// job exists: its entry is never held on trust.
+				// entries seen may have been released since.
 				if live {
 					qd.answer(v.tooManyUnconfirmed(qd, state.Unconfirmed))
 				} else {
@@ -158,9 +176,7 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 				}
 				continue
 			}
-			if e.Operation == v1alpha1.OperationCreate {
-				state.Unconfirmed++ // held on trust until its TrainJob appears
-			}
+			state.Unconfirmed++ // held on trust until its create or resume lands
 			entries = append(entries, e)
 			writing = append(writing, qd)
 			// The requests after it in this round see its reservation.
@@ -242,7 +258,7 @@ func (v Validator) refuse(qd *quotaDecision, msg string) admission.Response {
 // released after the grace, and then this request, retried, is decided.
 func (v Validator) tooManyUnconfirmed(qd *quotaDecision, n int) admission.Response {
 	unconfirmedRefusals.WithLabelValues(qd.r.TrainJob.Namespace).Inc()
-	return v.refuse(qd, fmt.Sprintf("namespace %s already holds %d quota reservations of TrainJobs admitted but not yet created (limit %d; each is released %s after admission if its TrainJob never appears), so nothing was reserved; retry in a few seconds. If this persists, admission reviews not followed by a create are reaching mpiguard: tell the platform team",
+	return v.refuse(qd, fmt.Sprintf("namespace %s already holds %d quota reservations of TrainJobs admitted but not yet created or resumed (limit %d; each is released %s after admission if its create or resume never lands), so nothing was reserved; retry in a few seconds. If this persists, admission reviews not followed by a create are reaching mpiguard: tell the platform team",
 		qd.r.TrainJob.Namespace, n, v.maxUnconfirmed, v.grace))
 }
 
@@ -291,4 +307,44 @@ func (v Validator) respond(verdict *pipeline.Verdict) admission.Response {
 // the reason and what to do.
 func failClosed(err error) admission.Response {
 	return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("mpiguard could not read what the namespace's quotas hold (%w); nothing was admitted, retry the request", err))
+}
+
+// ended says why nothing may be written for qd any more, "" while it may:
+// its request ended (the apiserver gave up on it, or its handler answered),
+// or its decision budget is spent. A write after that would hold quota for
+// a request whose outcome nobody waits for.
+func (qd *quotaDecision) ended() string {
+	switch {
+	case qd.ctx.Err() != nil:
+		return fmt.Sprintf("the request ended before its quota reservation was written (%v), so nothing was reserved; retry the request", qd.ctx.Err())
+	case time.Now().After(qd.deadline):
+		return fmt.Sprintf("mpiguard's decision budget (%s) ran out before the quota reservation was written, so nothing was reserved; retry the request", reservationBudget)
+	}
+	return ""
+}
+
+// confirmUpdate reads the TrainJob an UPDATE is for from the apiserver
+// before its entry is written: it must exist with the request's UID, still
+// at the generation the request updates. A review claiming a resume of a
+// job that does not exist (forged, or stale: the job was deleted or changed
+// since) writes nothing. msg says why not; err when the read failed.
+func (v Validator) confirmUpdate(ctx context.Context, qd *quotaDecision) (msg string, err error) {
+	reader := v.cluster.Live
+	if reader == nil {
+		reader = v.cluster.Reader
+	}
+	want, old := qd.r.TrainJob, qd.r.OldTrainJob
+	got := &trainer.TrainJob{}
+	err = reader.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("TrainJob %s/%s does not exist, so its update reserves nothing", want.Namespace, want.Name), nil
+	case err != nil:
+		return "", err
+	case got.UID != want.UID:
+		return fmt.Sprintf("TrainJob %s/%s is another job now (UID %s, the update is for %s), so the update reserves nothing", want.Namespace, want.Name, got.UID, want.UID), nil
+	case got.Generation != old.Generation:
+		return fmt.Sprintf("TrainJob %s/%s changed while mpiguard decided its update (generation %d, the update was of %d), so nothing was reserved; retry the request", want.Namespace, want.Name, got.Generation, old.Generation), nil
+	}
+	return "", nil
 }

@@ -80,19 +80,29 @@ func Finished(job *trainer.TrainJob) bool {
 }
 
 // Unconfirmed counts the entries of res held on trust: admitted creates whose
-// TrainJob (that name with that UID) is not among jobs. A create the
-// apiserver then refused, or a forged review, stays unconfirmed until its
-// grace ends; admission caps how many a namespace may have at once.
+// TrainJob (that name with that UID) is not among jobs, and admitted resumes
+// that have not landed (their job is missing, or still suspended at the
+// generation the resume updated). A create or resume the apiserver then
+// refused stays unconfirmed until its grace ends; admission caps how many a
+// namespace may have at once.
 func Unconfirmed(res *v1alpha1.QuotaReservation, jobs []trainer.TrainJob) int {
-	seen := make(map[string]bool, len(jobs))
+	seen := make(map[string]*trainer.TrainJob, len(jobs))
 	for i := range jobs {
-		seen[jobs[i].Name+"/"+string(jobs[i].UID)] = true
+		seen[jobs[i].Name+"/"+string(jobs[i].UID)] = &jobs[i]
 	}
 	n := 0
-	for _, e := range res.Spec.Entries {
-		if e.Operation == v1alpha1.OperationCreate && !seen[e.TrainJob+"/"+string(e.UID)] {
+	for i := range res.Spec.Entries {
+		e := &res.Spec.Entries[i]
+		job := seen[e.TrainJob+"/"+string(e.UID)]
+		if job == nil || (e.Operation == v1alpha1.OperationUpdate && resumePending(e, job)) {
 			n++
 		}
 	}
 	return n
+}
+
+// resumePending says whether the resume entry e was admitted for has not
+// landed on job yet: the job is still suspended at the generation it updated.
+func resumePending(e *v1alpha1.ReservationEntry, job *trainer.TrainJob) bool {
+	return ptr.Deref(job.Spec.Suspend, false) && job.Generation <= e.ResumedFromGeneration
 }

@@ -115,6 +115,11 @@ func TestUnconfirmed(t *testing.T) {
 		e.UID, e.Operation = types.UID(uid), op
 		return e
 	}
+	resumeOf := func(job, uid string, generation int64) v1alpha1.ReservationEntry {
+		e := held(job, uid, v1alpha1.OperationUpdate)
+		e.ResumedFromGeneration = generation
+		return e
+	}
 	job := func(name, uid string) trainer.TrainJob {
 		return trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
 	}
@@ -123,13 +128,19 @@ func TestUnconfirmed(t *testing.T) {
 		held("never-created", "u2", v1alpha1.OperationCreate),
 		// The same name came back with another UID: the admitted object never appeared.
 		held("recreated", "old", v1alpha1.OperationCreate),
-		// A resume's job exists by definition; it is confirmed by its own rules.
+		// A resume that landed: the job runs.
 		held("resumed", "u4", v1alpha1.OperationUpdate),
+		// A resume that has not landed: the job is still suspended at the generation it updated.
+		resumeOf("waiting", "u5", 3),
+		// A resume (or a forged review claiming one) of a job that does not exist.
+		held("no-such-job", "u6", v1alpha1.OperationUpdate),
 		held("forged", "", v1alpha1.OperationCreate),
 	}}}
-	jobs := []trainer.TrainJob{job("created", "u1"), job("recreated", "new"), job("unrelated", "u9")}
-	if got := Unconfirmed(res, jobs); got != 3 {
-		t.Errorf("Unconfirmed = %d, want 3 (never-created, recreated, forged)", got)
+	waiting := job("waiting", "u5")
+	waiting.Generation, waiting.Spec.Suspend = 3, ptr.To(true)
+	jobs := []trainer.TrainJob{job("created", "u1"), job("recreated", "new"), job("unrelated", "u9"), job("resumed", "u4"), waiting}
+	if got := Unconfirmed(res, jobs); got != 5 {
+		t.Errorf("Unconfirmed = %d, want 5 (never-created, recreated, waiting, no-such-job, forged)", got)
 	}
 	if got := Unconfirmed(&v1alpha1.QuotaReservation{}, jobs); got != 0 {
 		t.Errorf("Unconfirmed of an empty reservation = %d", got)

@@ -29,14 +29,19 @@ type verdict struct {
 	recheck time.Time
 }
 
+// clockSkew is how far the clock of the replica that wrote an entry's
+// holdUntil may run ahead of the leader's, which compares it: an entry is
+// taken on trust that much past its grace, never released early.
+const clockSkew = 5 * time.Second
+
 // decide is the pure decision for entry e, given its TrainJob as last seen
 // (nil when absent) and, per replicated job, its pods that exist. live says
 // whether job was read from the apiserver: only then may the absence of the
 // job, or a resume that never landed, release the entry.
 func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string]int32, now time.Time, live bool) verdict {
 	if job == nil || (e.UID != "" && job.UID != e.UID) {
-		if now.Before(e.HoldUntil.Time) {
-			return verdict{recheck: e.HoldUntil.Time}
+		if now.Before(heldUntil(e)) {
+			return verdict{recheck: heldUntil(e)}
 		}
 		if !live {
 			return verdict{confirm: true}
@@ -49,10 +54,10 @@ func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string
 	case Finished(job):
 		return verdict{release: ReasonFinished}
 	case ptr.Deref(job.Spec.Suspend, false):
-		if e.Operation == v1alpha1.OperationUpdate && job.Generation <= e.ResumedFromGeneration {
+		if e.Operation == v1alpha1.OperationUpdate && resumePending(e, job) {
 			// The resume this entry was admitted for has not landed (yet).
-			if now.Before(e.HoldUntil.Time) {
-				return verdict{recheck: e.HoldUntil.Time}
+			if now.Before(heldUntil(e)) {
+				return verdict{recheck: heldUntil(e)}
 			}
 			if !live {
 				return verdict{confirm: true}
@@ -68,3 +73,7 @@ func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string
 	}
 	return verdict{release: ReasonPodsCreated}
 }
+
+// heldUntil is when entry e stops being taken on trust on this replica's
+// clock: its holdUntil plus clockSkew.
+func heldUntil(e *v1alpha1.ReservationEntry) time.Time { return e.HoldUntil.Add(clockSkew) }

@@ -15,7 +15,10 @@ import (
 func TestDecide(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	within := metav1.NewTime(now.Add(10 * time.Second))
-	past := metav1.NewTime(now.Add(-time.Second))
+	// Past the grace by more than another replica's clock may be ahead.
+	past := metav1.NewTime(now.Add(-clockSkew - time.Second))
+	// Past the grace on this clock, but not by the skew allowed: kept.
+	skewed := metav1.NewTime(now.Add(-clockSkew + time.Second))
 	created := func(hold metav1.Time) *v1alpha1.ReservationEntry {
 		return &v1alpha1.ReservationEntry{TrainJob: "j", UID: "u1", Operation: v1alpha1.OperationCreate, HoldUntil: hold,
 			Parts: []v1alpha1.ReservedPart{{ReplicatedJob: "launcher", Pods: 1}, {ReplicatedJob: "node", Pods: 2}}}
@@ -44,7 +47,8 @@ func TestDecide(t *testing.T) {
 		live  bool
 		want  verdict
 	}{
-		{"job not seen yet, within grace: recheck at its end", created(within), nil, nil, false, verdict{recheck: within.Time}},
+		{"job not seen yet, within grace: recheck at its end", created(within), nil, nil, false, verdict{recheck: within.Add(clockSkew)}},
+		{"just past the grace on this clock, within the skew: keep", created(skewed), nil, nil, true, verdict{recheck: skewed.Add(clockSkew)}},
 		{"job not in the cache after the grace: confirm live", created(past), nil, nil, false, verdict{confirm: true}},
 		{"job absent live after the grace: never created", created(past), nil, nil, true, verdict{release: ReasonNeverCreated}},
 		{"a job of the same name but another UID: never created", created(past), job(func(j *trainer.TrainJob) { j.UID = types.UID("u2") }), nil, true, verdict{release: ReasonNeverCreated}},
@@ -56,7 +60,7 @@ func TestDecide(t *testing.T) {
 			j.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
 		}), nil, false, verdict{release: ReasonFinished}},
 		{"being deleted", created(within), job(func(j *trainer.TrainJob) { j.DeletionTimestamp = &past }), nil, false, verdict{release: ReasonDeleted}},
-		{"resume admitted, cache still shows the suspended job: keep until the grace", resumed(within), job(suspended(3)), nil, false, verdict{recheck: within.Time}},
+		{"resume admitted, cache still shows the suspended job: keep until the grace", resumed(within), job(suspended(3)), nil, false, verdict{recheck: within.Add(clockSkew)}},
 		{"resume not landed after the grace: confirm live", resumed(past), job(suspended(3)), nil, false, verdict{confirm: true}},
 		{"resume never applied", resumed(past), job(suspended(3)), nil, true, verdict{release: ReasonResumeNotApplied}},
 		{"resumed, then suspended again", resumed(within), job(suspended(5)), nil, false, verdict{release: ReasonSuspended}},
