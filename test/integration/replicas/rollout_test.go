@@ -1,7 +1,6 @@
 package replicas
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -225,39 +224,15 @@ func reviewAt(addr string, job *trainer.TrainJob, certs []tls.Certificate, dryRu
 	if err != nil {
 		return nil, err
 	}
-	review := admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       types.UID("review-" + job.Name),
-			Kind:      metav1.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"},
-			Resource:  metav1.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"},
-			Name:      job.Name,
-			Namespace: job.Namespace,
-			Operation: admissionv1.Create,
-			UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:" + job.Namespace + ":default"},
-			Object:    runtime.RawExtension{Raw: raw},
-			DryRun:    ptr.To(dryRun),
-		},
-	}
-	body, err := json.Marshal(review)
-	if err != nil {
-		return nil, err
-	}
-	c := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		// Trusting mpiguard's serving certificate is not what is tested.
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}, //nolint:gosec // see above
-	}}
-	res, err := c.Post("https://"+addr+trainjob.ValidatePath, "application/json", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	var answer admissionv1.AdmissionReview
-	if err := json.NewDecoder(res.Body).Decode(&answer); err != nil {
-		return nil, err
-	}
-	if answer.Response == nil {
-		return nil, fmt.Errorf("answer without a response (HTTP %d)", res.StatusCode)
-	}
-	return answer.Response, nil
+	return framework.PostReview(addr, trainjob.ValidatePath, &admissionv1.AdmissionRequest{
+		UID:       types.UID("review-" + job.Name),
+		Kind:      metav1.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"},
+		Resource:  metav1.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"},
+		Name:      job.Name,
+		Namespace: job.Namespace,
+		Operation: admissionv1.Create,
+		UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:" + job.Namespace + ":default"},
+		Object:    runtime.RawExtension{Raw: raw},
+		DryRun:    ptr.To(dryRun),
+	}, certs)
 }
