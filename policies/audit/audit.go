@@ -50,7 +50,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	if err := c.Reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing the pods of %q: %w", ns, err)
 	}
-	existing := reservations.ExistingPods(pods.Items)
+	existing := reservations.ExistingPods(pods.Items, time.Now())
 	policies := a.Pipeline.Engine().Policies()
 	var (
 		out     []Result

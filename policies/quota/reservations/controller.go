@@ -84,7 +84,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if err := r.client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return reconcile.Result{}, err
 	}
-	existing := ExistingPods(pods.Items)
+	existing := ExistingPods(pods.Items, r.now())
 	now := r.now()
 	var (
 		keep     []v1alpha1.ReservationEntry

@@ -1,6 +1,8 @@
 package reservations
 
 import (
+	"time"
+
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,13 +15,12 @@ import (
 )
 
 // ExistingPods counts, per TrainJob (its JobSet has the same name) and
-// replicated job, the pods that exist and have not finished: the apiserver's
-// quota counts exactly those.
-func ExistingPods(pods []corev1.Pod) map[string]map[string]int32 {
+// replicated job, the pods the apiserver's quota charges at now (Charged).
+func ExistingPods(pods []corev1.Pod, now time.Time) map[string]map[string]int32 {
 	out := map[string]map[string]int32{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !Charged(p, now) {
 			continue
 		}
 		job := p.Labels[jobsetv1alpha2.JobSetNameKey]
@@ -105,4 +106,20 @@ func Unconfirmed(res *v1alpha1.QuotaReservation, jobs []trainer.TrainJob) int {
 // landed on job yet: the job is still suspended at the generation it updated.
 func resumePending(e *v1alpha1.ReservationEntry, job *trainer.TrainJob) bool {
 	return ptr.Deref(job.Spec.Suspend, false) && job.Generation <= e.ResumedFromGeneration
+}
+
+// Charged says whether the apiserver's quota charges pod at now: not when it
+// has finished, nor once it is terminating past its deletion grace (a pod
+// stuck terminating on a lost node). The rule of the pod quota evaluator
+// (k8s.io/kubernetes pkg/quota/v1/evaluator/core, QuotaV1Pod), which is not
+// importable outside k8s.io/kubernetes.
+func Charged(pod *corev1.Pod, now time.Time) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		grace := time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+		return !now.After(pod.DeletionTimestamp.Add(grace))
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package reservations
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -74,7 +75,7 @@ func TestHolders(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: tc.entries}}
-			got := Holders(res, ExistingPods(tc.pods))
+			got := Holders(res, ExistingPods(tc.pods, time.Now()))
 			if diff := cmp.Diff(tc.want, heldPods(got)); diff != "" {
 				t.Errorf("holders (-want +got):\n%s", diff)
 			}
@@ -144,5 +145,35 @@ func TestUnconfirmed(t *testing.T) {
 	}
 	if got := Unconfirmed(&v1alpha1.QuotaReservation{}, jobs); got != 0 {
 		t.Errorf("Unconfirmed of an empty reservation = %d", got)
+	}
+}
+
+// A pod is charged as the apiserver's pod quota evaluator charges it: not
+// once finished, nor once terminating past its deletion grace.
+func TestCharged(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	deleting := func(ago time.Duration, grace int64) corev1.Pod {
+		p := pod(0, "a", "node", corev1.PodRunning)
+		p.DeletionTimestamp = &metav1.Time{Time: now.Add(-ago)}
+		p.DeletionGracePeriodSeconds = ptr.To(grace)
+		return p
+	}
+	cases := map[string]struct {
+		pod  corev1.Pod
+		want bool
+	}{
+		"running":                           {pod(0, "a", "node", corev1.PodRunning), true},
+		"pending":                           {pod(0, "a", "node", corev1.PodPending), true},
+		"succeeded":                         {pod(0, "a", "node", corev1.PodSucceeded), false},
+		"failed":                            {pod(0, "a", "node", corev1.PodFailed), false},
+		"terminating within its grace":      {deleting(10*time.Second, 30), true},
+		"terminating past its grace (lost)": {deleting(time.Minute, 30), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Charged(&tc.pod, now); got != tc.want {
+				t.Errorf("Charged = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

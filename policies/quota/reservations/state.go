@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,7 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 	if err != nil {
 		return State{}, err
 	}
-	existing := ExistingPods(pods.Items)
+	existing := ExistingPods(pods.Items, time.Now())
 	holders := Holders(res, existing)
 	var jobs trainer.TrainJobList
 	if err := cache.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
