@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/pipeline"
@@ -126,6 +127,11 @@ func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trai
 }
 
 var _ pipeline.Cluster = (*clusterReader)(nil)
+
+// JobSet: documents hold no JobSets; every job is rendered from its runtime.
+func (r *clusterReader) JobSet(context.Context, *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {
+	return nil, nil
+}
 
 // Snapshot: documents hold no runtime snapshots; every job is rendered from
 // its runtime, as at its create.

@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
 // ClientCluster is the Cluster a running cluster is, read with
@@ -77,6 +79,28 @@ func (c ClientCluster) Snapshot(ctx context.Context, job *trainer.TrainJob) (cli
 		reader = c.Live
 	}
 	return Snapshot(ctx, reader, job)
+}
+
+// JobSet reads the JobSet the Trainer built for job from the apiserver (Live
+// when set; mpiguard caches no JobSets), nil when there is none or the one of
+// that name is not the job's.
+func (c ClientCluster) JobSet(ctx context.Context, job *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {
+	reader := c.Reader
+	if c.Live != nil {
+		reader = c.Live
+	}
+	js := &jobsetv1alpha2.JobSet{}
+	err := reader.Get(ctx, client.ObjectKeyFromObject(job), js)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading JobSet %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	if owner := metav1.GetControllerOf(js); owner == nil || owner.UID != job.UID {
+		return nil, nil
+	}
+	return js, nil
 }
 
 // Namespace reads what namespace ns contributes to a decision.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 )
@@ -23,6 +24,9 @@ type Cluster interface {
 	// job's later JobSets from (snapshot.go), nil when the job has none, or
 	// a *SnapshotError when the Trainer would refuse it.
 	Snapshot(ctx context.Context, job *trainer.TrainJob) (client.Object, error)
+	// JobSet returns the JobSet the Trainer built for a stored job (the
+	// same name, controlled by the job), nil when it has none.
+	JobSet(ctx context.Context, job *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error)
 	// Namespace returns what namespace name contributes to a decision.
 	Namespace(ctx context.Context, name string) (*Namespace, error)
 }

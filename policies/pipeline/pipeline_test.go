@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/quota"
@@ -24,6 +25,10 @@ import (
 type memCluster struct {
 	runtimes map[string]client.Object
 	ns       Namespace
+}
+
+func (m memCluster) JobSet(context.Context, *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {
+	return nil, nil
 }
 
 func (m memCluster) Snapshot(context.Context, *trainer.TrainJob) (client.Object, error) {

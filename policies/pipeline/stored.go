@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -102,14 +103,25 @@ func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.Tra
 
 // StoredRenderer renders the stored jobs of namespace ns for a quota
 // decision (reservations.ReadState): RenderStored, except that a job whose
-// runtime is gone creates no pods, so holds nothing (nil view, no error).
-// The webhook, audit and the Kueue admission check count other jobs with it.
+// runtime is gone creates no pods, so holds nothing (nil view, no error), and
+// a job that cannot be rendered (a runtime mpiguard does not govern, beyond
+// what it renders) is charged what the JobSet the Trainer built for it asks.
+// Only a job that neither renders nor has a JobSet fails the decision: its
+// charge is unknown. The webhook, audit and the Kueue admission check count
+// other jobs with it.
 func (p *Pipeline) StoredRenderer(c Cluster, ns *Namespace) func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
 	return func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error) {
 		view, err := p.RenderStored(ctx, c, job, ns)
-		if IsRuntimeGone(err) {
+		switch {
+		case IsRuntimeGone(err):
 			return nil, nil
+		case err == nil:
+			return view, nil
 		}
-		return view, err
+		js, jsErr := c.JobSet(ctx, job)
+		if jsErr != nil || js == nil {
+			return nil, fmt.Errorf("%w (and it has no JobSet yet to charge it from)", err)
+		}
+		return render.OfJobSet(js, ns.LimitRanges, ns.RuntimeClasses), nil
 	}
 }

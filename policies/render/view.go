@@ -31,26 +31,7 @@ func buildView(trainJob *trainer.TrainJob, runtimeObj client.Object, jobSet *job
 		view.NumNodes = *trainJob.Spec.Trainer.NumNodes
 	}
 
-	admission := newAdmissionContext(limitRanges, runtimeClasses)
-	rjPath := field.NewPath("spec", "replicatedJobs")
-	view.ReplicatedJobs = make([]ReplicatedJobView, len(jobSet.Spec.ReplicatedJobs))
-	for i := range jobSet.Spec.ReplicatedJobs {
-		rj := &jobSet.Spec.ReplicatedJobs[i]
-		rv := &view.ReplicatedJobs[i]
-		rv.Name = rj.Name
-		rv.Role = roleOf(rj.Name)
-		rv.Pods = podCount(replicas[i], activePods(rj.Template.Spec.Parallelism, rj.Template.Spec.Completions))
-		// The typed JobSet was decoded for this render only: the view may own it.
-		rv.PodTemplate = rj.Template.Spec.Template
-
-		podPath := rjPath.Key(rj.Name).Child("template", "spec", "template", "spec")
-		problems := templateProblems(&rv.PodTemplate.Spec, podPath)
-		pod, admissionProblems := admission.admittedPod(&rv.PodTemplate, podPath)
-		problems = append(problems, admittedPodProblems(pod, podPath, problems)...)
-		view.Problems = append(view.Problems, append(problems, admissionProblems...)...)
-		rv.PerPod = podCharge(pod)
-		addCharge(&view.Total, &rv.PerPod, rv.Pods)
-	}
+	addReplicatedJobs(view, jobSet, replicas, limitRanges, runtimeClasses)
 	for i := range view.ReplicatedJobs {
 		switch view.ReplicatedJobs[i].Role {
 		case RoleLauncher:
@@ -70,6 +51,46 @@ func buildView(trainJob *trainer.TrainJob, runtimeObj client.Object, jobSet *job
 			view.GPUsPerWorker = gpuCount(view.Workers.PerPod.Requests)
 		}
 	}
+	return view
+}
+
+// addReplicatedJobs adds the replicated jobs of jobSet to view: their pods
+// (replicas[i] each, or the JobSet's own replicas when replicas is nil), as
+// the apiserver admits them (LimitRanges, RuntimeClass overhead), and what
+// each pod charges.
+func addReplicatedJobs(view *JobView, jobSet *jobsetv1alpha2.JobSet, replicas []int32, limitRanges []corev1.LimitRange, runtimeClasses []nodev1.RuntimeClass) {
+	admission := newAdmissionContext(limitRanges, runtimeClasses)
+	rjPath := field.NewPath("spec", "replicatedJobs")
+	view.ReplicatedJobs = make([]ReplicatedJobView, len(jobSet.Spec.ReplicatedJobs))
+	for i := range jobSet.Spec.ReplicatedJobs {
+		rj := &jobSet.Spec.ReplicatedJobs[i]
+		rv := &view.ReplicatedJobs[i]
+		rv.Name = rj.Name
+		rv.Role = roleOf(rj.Name)
+		n := rj.Replicas
+		if replicas != nil {
+			n = replicas[i]
+		}
+		rv.Pods = podCount(n, activePods(rj.Template.Spec.Parallelism, rj.Template.Spec.Completions))
+		// The JobSet was decoded or read for this view only: the view may own it.
+		rv.PodTemplate = rj.Template.Spec.Template
+
+		podPath := rjPath.Key(rj.Name).Child("template", "spec", "template", "spec")
+		problems := templateProblems(&rv.PodTemplate.Spec, podPath)
+		pod, admissionProblems := admission.admittedPod(&rv.PodTemplate, podPath)
+		problems = append(problems, admittedPodProblems(pod, podPath, problems)...)
+		view.Problems = append(view.Problems, append(problems, admissionProblems...)...)
+		rv.PerPod = podCharge(pod)
+		addCharge(&view.Total, &rv.PerPod, rv.Pods)
+	}
+}
+
+// OfJobSet is what an existing JobSet's pods charge: a view with its
+// replicated jobs only (no MPI facts), for a stored job that cannot be
+// rendered from its runtime but whose JobSet the Trainer built.
+func OfJobSet(jobSet *jobsetv1alpha2.JobSet, limitRanges []corev1.LimitRange, runtimeClasses []nodev1.RuntimeClass) *JobView {
+	view := &JobView{}
+	addReplicatedJobs(view, jobSet.DeepCopy(), nil, limitRanges, runtimeClasses)
 	return view
 }
 

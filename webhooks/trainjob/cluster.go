@@ -17,6 +17,9 @@ import "github.com/mpiguard/mpiguard/policies/pipeline"
 // builds its resumes from: read with a GET when a job is judged, never listed
 // or watched (policies/pipeline/snapshot.go).
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// The JobSet the Trainer built for a stored job that mpiguard cannot render:
+// its pods are what the job charges (read with a GET, never listed).
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get
 // RuntimeClass overhead counts against the quota.
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 
