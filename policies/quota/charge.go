@@ -21,7 +21,7 @@ func PartsOf(view *render.JobView) []v1alpha1.ReservedPart {
 		}
 		parts = append(parts, v1alpha1.ReservedPart{
 			ReplicatedJob: rj.Name, Pods: rj.Pods,
-			PerPod: rj.PerPod.QuotaUsage(), Scope: ScopeOf(&rj.PodTemplate.Spec),
+			PerPod: Canonical(rj.PerPod.QuotaUsage()), Scope: ScopeOf(&rj.PodTemplate.Spec),
 		})
 	}
 	return parts

@@ -240,6 +240,14 @@ func TestChargeAgainstTodaysQuota(t *testing.T) {
 			q:     quotaOf("both", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("10")}, nil),
 			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("2")},
 		},
+		"standard names read through the canonical ones an entry keeps": {
+			parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 2, PerPod: Canonical(corev1.ResourceList{
+				"pods": resource.MustParse("1"), "count/pods": resource.MustParse("1"),
+				"cpu": resource.MustParse("4"), "requests.cpu": resource.MustParse("4"),
+			})}},
+			q:    quotaOf("std", corev1.ResourceList{"cpu": resource.MustParse("100"), "count/pods": resource.MustParse("10")}, nil),
+			want: corev1.ResourceList{"cpu": resource.MustParse("8"), "count/pods": resource.MustParse("2")},
+		},
 		"a quota whose scopes do not select the pods": {
 			parts: []v1alpha1.ReservedPart{part},
 			q:     quotaOf("low", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}, only("low")),

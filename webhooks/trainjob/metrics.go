@@ -20,7 +20,14 @@ var unconfirmedRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "TrainJob creates refused because their namespace already held --max-unconfirmed-reservations reservations whose TrainJob had not appeared.",
 }, []string{"namespace"})
 
-func init() { metrics.Registry.MustRegister(reservationWrites, unconfirmedRefusals) }
+// fullRefusals counts requests refused because their namespace's
+// QuotaReservation held as many entries as one object may (reserve.go, full).
+var fullRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mpiguard_quota_reservation_full_refusals_total",
+	Help: "TrainJob creates and resumes refused because their namespace's QuotaReservation already held the most entries one object keeps (admitted jobs whose pods do not exist yet).",
+}, []string{"namespace"})
+
+func init() { metrics.Registry.MustRegister(reservationWrites, unconfirmedRefusals, fullRefusals) }
 
 type webhookMetrics struct{}
 

@@ -166,6 +166,14 @@ func (v Validator) decideBatch(ns string, batch []*quotaDecision) {
 					continue
 				}
 			}
+			if held := len(res.Spec.Entries) + len(entries); held >= reservations.MaxEntries {
+				if live { // as a denial: the entries seen may have been released since
+					qd.answer(v.full(qd, held))
+				} else {
+					again = append(again, qd)
+				}
+				continue
+			}
 			if v.maxUnconfirmed > 0 && state.Unconfirmed >= v.maxUnconfirmed {
 				// Refused only on a live read, as a denial is: the
 				// entries seen may have been released since.
@@ -260,6 +268,15 @@ func (v Validator) tooManyUnconfirmed(qd *quotaDecision, n int) admission.Respon
 	unconfirmedRefusals.WithLabelValues(qd.r.TrainJob.Namespace).Inc()
 	return v.refuse(qd, fmt.Sprintf("namespace %s already holds %d quota reservations of TrainJobs admitted but not yet created or resumed (limit %d; each is released %s after admission if its create or resume never lands), so nothing was reserved; retry in a few seconds. If this persists, admission reviews not followed by a create are reaching mpiguard: tell the platform team",
 		qd.r.TrainJob.Namespace, n, v.maxUnconfirmed, v.grace))
+}
+
+// full is the answer to a request whose entry would not fit its namespace's
+// QuotaReservation: as many jobs are admitted there and wait for their pods
+// as one object keeps (reservations.MaxEntries).
+func (v Validator) full(qd *quotaDecision, n int) admission.Response {
+	fullRefusals.WithLabelValues(qd.r.TrainJob.Namespace).Inc()
+	return v.refuse(qd, fmt.Sprintf("namespace %s already holds %d quota reservations of admitted TrainJobs whose pods do not exist yet, the most mpiguard keeps for one namespace, so nothing was reserved; retry once some of those jobs' pods exist (each entry goes as soon as they do)",
+		qd.r.TrainJob.Namespace, n))
 }
 
 func (v Validator) answerAll(qds []*quotaDecision, resp admission.Response) {

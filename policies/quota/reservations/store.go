@@ -23,6 +23,13 @@ import (
 // live there.
 // +kubebuilder:rbac:groups=mpiguard.io,resources=quotareservations,verbs=get;list;watch;create;update;delete,namespace=mpiguard-system
 
+// MaxEntries is the most entries one QuotaReservation keeps: admitted jobs of
+// one namespace whose pods do not all exist yet. An entry of a two-part job
+// is about 600 bytes of JSON, so a full object stays near 600 KB, well under
+// the 1.5 MiB etcd takes in one request by default. Admission refuses a
+// request that would add one more, with "retry" (webhooks/trainjob).
+const MaxEntries = 1000
+
 // Store reads and writes the QuotaReservations in mpiguard's namespace.
 type Store struct {
 	// cache is the manager's cache (QuotaReservations of mpiguard's namespace).
