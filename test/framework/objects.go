@@ -8,6 +8,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
@@ -26,11 +27,21 @@ func (e *Env) CreateClusterRuntime(ctx context.Context, rt *trainer.ClusterTrain
 
 // CreateQuota creates a ResourceQuota and sets its status as the quota
 // controller would (envtest runs no controller-manager): hard as in spec, used
-// as given. It returns once every running replica's cache shows the status:
-// each replica learns from its cache which quotas a namespace has.
+// as given, and zero for every other name the quota limits (the controller
+// counts each). It returns once every running replica's cache shows the
+// status: each replica learns from its cache which quotas a namespace has.
 func (e *Env) CreateQuota(ctx context.Context, q *corev1.ResourceQuota, used corev1.ResourceList) {
 	ginkgo.GinkgoHelper()
 	gomega.Expect(e.Client.Create(ctx, q)).To(gomega.Succeed())
+	used = used.DeepCopy()
+	if used == nil {
+		used = corev1.ResourceList{}
+	}
+	for name := range q.Spec.Hard {
+		if _, ok := used[name]; !ok {
+			used[name] = resource.MustParse("0")
+		}
+	}
 	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: used}
 	gomega.Expect(e.Client.Status().Update(ctx, q)).To(gomega.Succeed())
 	for _, r := range e.Replicas {
