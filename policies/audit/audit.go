@@ -7,7 +7,6 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/pipeline"
@@ -46,11 +45,10 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	if err := c.Reader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
 	}
-	var pods corev1.PodList
-	if err := c.Reader.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing the pods of %q: %w", ns, err)
+	existing, err := reservations.ReadExisting(ctx, c.Reader, ns, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	existing := reservations.ExistingPods(pods.Items, time.Now())
 	policies := a.Pipeline.Engine().Policies()
 	var (
 		out     []Result

@@ -81,11 +81,11 @@ func (r Result) Violates() bool { return r.Status == Fail }
 // pods exist (existing counts them, reservations.ExistingPods) or it has
 // started (the JobSet reports jobs). Everything else that has not finished
 // waits for pods, and is judged as the resume that would start it.
-func Running(job *trainer.TrainJob, existing map[string]map[string]int32) bool {
+func Running(job *trainer.TrainJob, existing reservations.Existing) bool {
 	if ptr.Deref(job.Spec.Suspend, false) {
 		return false
 	}
-	if len(existing[job.Name]) > 0 {
+	if len(existing.Of(job.Name, job.UID)) > 0 {
 		return true
 	}
 	for _, s := range job.Status.JobsStatus {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 )
 
 // decisionReads are the types the TrainJob webhooks read from the cache to
@@ -25,6 +26,8 @@ func decisionReads() []client.Object {
 		&trainer.TrainJob{}, &trainer.ClusterTrainingRuntime{}, &trainer.TrainingRuntime{},
 		&corev1.Namespace{}, &corev1.ResourceQuota{}, &corev1.LimitRange{}, &nodev1.RuntimeClass{},
 		&corev1.Pod{}, &quotav1alpha1.QuotaReservation{}, &corev1.ConfigMap{},
+		// Which TrainJob a pod belongs to: its JobSet's owner (metadata only).
+		reservations.JobSetMeta(),
 	}
 }
 

@@ -80,12 +80,11 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, err
 	}
 	ns := res.Spec.Namespace
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+	now := r.now()
+	existing, err := ReadExisting(ctx, r.client, ns, now)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	existing := ExistingPods(pods.Items, r.now())
-	now := r.now()
 	var (
 		keep     []v1alpha1.ReservationEntry
 		released []releasedEntry
@@ -93,7 +92,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	)
 	for i := range res.Spec.Entries {
 		e := &res.Spec.Entries[i]
-		v, err := r.verdictOf(ctx, ns, e, existing[e.TrainJob], now)
+		v, err := r.verdictOf(ctx, ns, e, existing.Of(e.TrainJob, e.UID), now)
 		if err != nil {
 			return reconcile.Result{}, err
 		}

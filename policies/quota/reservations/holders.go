@@ -1,47 +1,22 @@
 package reservations
 
 import (
-	"time"
-
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
-// ExistingPods counts, per TrainJob (its JobSet has the same name) and
-// replicated job, the pods the apiserver's quota charges at now (Charged).
-func ExistingPods(pods []corev1.Pod, now time.Time) map[string]map[string]int32 {
-	out := map[string]map[string]int32{}
-	for i := range pods {
-		p := &pods[i]
-		if !Charged(p, now) {
-			continue
-		}
-		job := p.Labels[jobsetv1alpha2.JobSetNameKey]
-		if job == "" {
-			continue
-		}
-		if out[job] == nil {
-			out[job] = map[string]int32{}
-		}
-		out[job][p.Labels[jobsetv1alpha2.ReplicatedJobNameKey]]++
-	}
-	return out
-}
-
 // Holders is what the entries of res still hold: each entry's parts reduced
 // by its job's pods that exist. Entries whose pods all exist hold nothing and
 // are left out.
-func Holders(res *v1alpha1.QuotaReservation, existing map[string]map[string]int32) []quota.Holder {
+func Holders(res *v1alpha1.QuotaReservation, existing Existing) []quota.Holder {
 	var out []quota.Holder
 	for _, e := range res.Spec.Entries {
-		if parts := quota.Missing(e.Parts, existing[e.TrainJob]); len(parts) > 0 {
+		if parts := quota.Missing(e.Parts, existing.Of(e.TrainJob, e.UID)); len(parts) > 0 {
 			out = append(out, quota.Holder{TrainJob: res.Spec.Namespace + "/" + e.TrainJob, UID: e.UID, Parts: parts})
 		}
 	}
@@ -106,20 +81,4 @@ func Unconfirmed(res *v1alpha1.QuotaReservation, jobs []trainer.TrainJob) int {
 // landed on job yet: the job is still suspended at the generation it updated.
 func resumePending(e *v1alpha1.ReservationEntry, job *trainer.TrainJob) bool {
 	return ptr.Deref(job.Spec.Suspend, false) && job.Generation <= e.ResumedFromGeneration
-}
-
-// Charged says whether the apiserver's quota charges pod at now: not when it
-// has finished, nor once it is terminating past its deletion grace (a pod
-// stuck terminating on a lost node). The rule of the pod quota evaluator
-// (k8s.io/kubernetes pkg/quota/v1/evaluator/core, QuotaV1Pod), which is not
-// importable outside k8s.io/kubernetes.
-func Charged(pod *corev1.Pod, now time.Time) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
-		grace := time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-		return !now.After(pod.DeletionTimestamp.Add(grace))
-	}
-	return true
 }

@@ -18,12 +18,26 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
+// pod is a pod of the JobSet of TrainJob job (jobSetOf), as the JobSet
+// controller labels it.
 func pod(i int, job, replicatedJob string, phase corev1.PodPhase) corev1.Pod {
 	return corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", job, replicatedJob, i),
-			Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob}},
+			Labels: map[string]string{
+				jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.JobSetUIDKey: "jobset-of-" + job,
+				jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob,
+			}},
 		Status: corev1.PodStatus{Phase: phase},
 	}
+}
+
+// jobSetOf is the metadata of the JobSet the Trainer built for TrainJob job
+// (UID uid; the test entries have none).
+func jobSetOf(job string, uid types.UID) metav1.PartialObjectMetadata {
+	return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team-a", Name: job, UID: types.UID("jobset-of-" + job),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: job, UID: uid, Controller: ptr.To(true)}},
+	}}
 }
 
 // entry holds 1 launcher pod and `workers` Worker pods of 4 GPUs each against quota "q".
@@ -66,6 +80,17 @@ func TestHolders(t *testing.T) {
 			pods:    []corev1.Pod{pod(0, "a", "launcher", corev1.PodRunning), pod(1, "a", "node", corev1.PodRunning), pod(2, "a", "node", corev1.PodRunning)},
 			want:    map[string][]int32{},
 		},
+		"pods that carry the job's JobSet name but not its JobSet's UID do not reduce an entry": {
+			entries: []v1alpha1.ReservationEntry{entry("a", 1)},
+			pods: func() []corev1.Pod {
+				stray := []corev1.Pod{pod(0, "a", "launcher", corev1.PodRunning), pod(1, "a", "node", corev1.PodRunning)}
+				for i := range stray {
+					stray[i].Labels[jobsetv1alpha2.JobSetUIDKey] = "an-earlier-jobset"
+				}
+				return stray
+			}(),
+			want: map[string][]int32{"team-a/a": {1, 1}},
+		},
 		"another job's pods do not reduce an entry": {
 			entries: []v1alpha1.ReservationEntry{entry("a", 1)},
 			pods:    []corev1.Pod{pod(0, "other", "launcher", corev1.PodRunning), pod(1, "other", "node", corev1.PodRunning)},
@@ -75,7 +100,8 @@ func TestHolders(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: tc.entries}}
-			got := Holders(res, ExistingPods(tc.pods, time.Now()))
+			jobSets := []metav1.PartialObjectMetadata{jobSetOf("a", ""), jobSetOf("other", "")}
+			got := Holders(res, ExistingPods(tc.pods, jobSets, time.Now()))
 			if diff := cmp.Diff(tc.want, heldPods(got)); diff != "" {
 				t.Errorf("holders (-want +got):\n%s", diff)
 			}

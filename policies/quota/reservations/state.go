@@ -41,15 +41,14 @@ type RenderStored func(ctx context.Context, job *trainer.TrainJob) (*render.JobV
 // mpiguard kept reservations, or while its webhook was bypassed), each less
 // the pods that exist. cache lists pods and TrainJobs; live reads the quotas.
 func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v1alpha1.QuotaReservation, renderStored RenderStored, countUnconfirmed bool) (State, error) {
-	var pods corev1.PodList
-	if err := cache.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return State{}, fmt.Errorf("listing the pods of %q: %w", ns, err)
+	existing, err := ReadExisting(ctx, cache, ns, time.Now())
+	if err != nil {
+		return State{}, err
 	}
 	quotas, err := LiveQuotas(ctx, cache, live, ns)
 	if err != nil {
 		return State{}, err
 	}
-	existing := ExistingPods(pods.Items, time.Now())
 	holders := Holders(res, existing)
 	var jobs trainer.TrainJobList
 	if err := cache.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
@@ -67,7 +66,7 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 		if view == nil {
 			continue // creates no pods: holds nothing
 		}
-		if parts := quota.Missing(quota.PartsOf(view), existing[other.Name]); len(parts) > 0 {
+		if parts := quota.Missing(quota.PartsOf(view), existing.Of(other.Name, other.UID)); len(parts) > 0 {
 			holders = append(holders, quota.Holder{TrainJob: ns + "/" + other.Name, UID: other.UID, Parts: parts})
 		}
 	}

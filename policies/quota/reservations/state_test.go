@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -35,7 +36,7 @@ func stateJob(name string, suspend bool) *trainer.TrainJob {
 
 func TestReadState(t *testing.T) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +57,8 @@ func TestReadState(t *testing.T) {
 		stateJob("half-started", false),
 		stateJob("suspended", true), // starts nothing
 	}
+	js := jobSetOf("half-started", "")
+	objects = append(objects, &jobsetv1alpha2.JobSet{ObjectMeta: js.ObjectMeta})
 	for i, rj := range []string{"launcher", "node"} {
 		p := pod(i, "half-started", rj, corev1.PodRunning)
 		p.Namespace = "team-a"

@@ -8,6 +8,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -164,11 +165,43 @@ func setUsed(ctx context.Context, ns, name string, used corev1.ResourceList) {
 // controller would label it, requesting requests (nil: none).
 func createPod(ctx context.Context, ns, job, replicatedJob string, requests corev1.ResourceList) {
 	GinkgoHelper()
+	js := jobSetOf(ctx, ns, job)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: job + "-" + replicatedJob + "-",
-			Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob}},
+			Labels: map[string]string{
+				jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.JobSetUIDKey: string(js.UID),
+				jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob,
+			}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
 			Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests}}}},
 	}
 	Expect(env.Client.Create(ctx, pod)).To(Succeed())
+}
+
+// jobSetOf returns the JobSet of TrainJob job, created as the Trainer would
+// create it (named after the job, controlled by it) when it has none yet: a
+// pod belongs to the TrainJob whose JobSet's UID its jobset-uid label names.
+// This suite runs no Trainer; the JobSet is never run.
+func jobSetOf(ctx context.Context, ns, job string) *jobsetv1alpha2.JobSet {
+	GinkgoHelper()
+	js := &jobsetv1alpha2.JobSet{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: job}, js); err == nil {
+		return js
+	}
+	tj := &trainer.TrainJob{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: job}, tj)).To(Succeed())
+	js = &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Name: job, UID: tj.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}}},
+		Spec: jobsetv1alpha2.JobSetSpec{Suspend: ptr.To(true), ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+			Name: "node", Replicas: 1,
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+			}}}},
+		}}},
+	}
+	Expect(env.Client.Create(ctx, js)).To(Succeed())
+	return js
 }
