@@ -13,8 +13,12 @@ import (
 // PartsOf is what a rendered job charges the namespace's quotas: for each
 // replicated job with pods, and each quota whose scopes select those pods,
 // what one pod charges it by the quota's resource names. Replicated jobs that
-// charge no quota are left out, so a job the quotas do not limit has no parts.
+// charge no quota are left out, so a job the quotas do not limit has no parts,
+// and neither has a job whose pods another cluster runs (RunsElsewhere).
 func PartsOf(view *render.JobView, quotas []corev1.ResourceQuota) []v1alpha1.ReservedPart {
+	if view.RunsElsewhere {
+		return nil
+	}
 	var parts []v1alpha1.ReservedPart
 	for j := range view.ReplicatedJobs {
 		rj := &view.ReplicatedJobs[j]
