@@ -3,11 +3,14 @@ package admission
 import (
 	"context"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	trainjobutil "github.com/kubeflow/trainer/v2/pkg/util/trainjob"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
+	kueueapi "sigs.k8s.io/kueue/pkg/util/api"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
@@ -44,6 +47,31 @@ var _ = Describe("a TrainJob that Kueue's MultiKueue runs on a worker cluster", 
 		// MultiKueue job is counted as holding any of them.
 		admitted(ctx, fixtures.TrainJob(ns, "local", runtime).NumNodes(1).NumProcPerNode(4).Obj())
 		Expect(env.ReservedJobs(ctx, ns)).To(Equal([]string{"local"}))
+	})
+
+	It("has a copy on the worker cluster that is an ordinary TrainJob: judged with the entry mpiguard wrote on the manager, and reserved", func(ctx context.Context) {
+		queued := admitted(ctx, job("queued").ManagedBy(kueue.MultiKueueControllerName).Suspend(true).Obj())
+		Expect(mpiguardPatch(queued)).NotTo(BeNil())
+
+		// The worker cluster, played by another namespace of this apiserver
+		// with room for the job. Kueue's adapter (v0.16.1) creates the copy
+		// while the manager's job is still suspended: its metadata and spec,
+		// Kueue's labels, no spec.managedBy (so the worker's Trainer runs it).
+		worker := env.Namespace(ctx, map[string]string{"mpiguard.io/data-residency": "eu"})
+		createQuota(ctx, fixtures.ResourceQuota(worker, "team-a", "requests.nvidia.com/gpu", "8"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		remote := &trainer.TrainJob{ObjectMeta: kueueapi.CloneObjectMetaForCreation(&queued.ObjectMeta), Spec: *queued.Spec.DeepCopy()}
+		remote.Namespace = worker
+		remote.Labels = map[string]string{kueueconstants.PrebuiltWorkloadLabel: "trainjob-queued-1a2b3", kueue.MultiKueueOriginLabel: "manager"}
+		remote.Spec.ManagedBy = nil
+		copied := admitted(ctx, remote)
+		Expect(mpiguardPatch(copied)).To(Equal(mpiguardPatch(queued)), "the manager's entry is the one mpiguard writes here too")
+
+		// The worker's Kueue admits it by resuming it: judged and reserved
+		// against the worker's quota.
+		copied.Spec.Suspend = ptr.To(false)
+		Expect(env.Client.Update(ctx, copied)).To(Succeed())
+		Expect(env.ReservedJobs(ctx, worker)).To(Equal([]string{"queued"}))
+		Expect(env.ReservedJobs(ctx, ns)).To(BeEmpty())
 	})
 
 	It("is denied when it violates data residency, and only for that", func(ctx context.Context) {
