@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainjobutil "github.com/kubeflow/trainer/v2/pkg/util/trainjob"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !job.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if trainjobutil.IsManagedByExternalController(&job) {
+		// spec.managedBy hands the job to another controller (Kueue's
+		// MultiKueue runs a copy on a worker cluster, where mpiguard writes
+		// the copy's policy): the Trainer here creates no pod of it, so there
+		// is nothing to isolate. managedBy is immutable, so the job never had
+		// a policy of ours. The Trainer's own test, checked here rather than
+		// through mpiguard's pipeline: this package imports nothing else of
+		// mpiguard's.
+		r.applied.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 

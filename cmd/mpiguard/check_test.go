@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/policies/offline"
 )
@@ -146,5 +147,47 @@ func TestCheckReadsListsAndNotesIgnoredKinds(t *testing.T) {
 	}
 	if want := "note: ignored <stdin> (document 3) item 1: apps/v1 Deployment"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q does not contain %q", stderr.String(), want)
+	}
+}
+
+// A TrainJob Kueue's MultiKueue runs on a worker cluster (spec.managedBy)
+// creates no pod here: this namespace's quota does not judge it, every other
+// policy does. The same job without spec.managedBy is judged by the quota.
+func TestCheckMultiKueueJobIsJudgedWithoutLocalQuota(t *testing.T) {
+	allowed, err := os.ReadFile(samples + "aggregate-quota/samples/allowed-multikueue-over-local-quota.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	managedBy := "  managedBy: " + kueue.MultiKueueControllerName + "\n"
+	if !strings.Contains(string(allowed), managedBy) {
+		t.Fatalf("the sample has no %q", managedBy)
+	}
+	for _, tc := range []struct {
+		name, file, stdin string
+		wantExit          int
+		wantOut           string
+	}{
+		{name: "over the local quota", file: samples + "aggregate-quota/samples/allowed-multikueue-over-local-quota.yaml",
+			wantOut: "TrainJob team-a/resnet: ALLOWED\nTrainJob team-a/bert: ALLOWED\n"},
+		{name: "outside the data residency zone", file: samples + "data-residency/samples/denied-multikueue-outside-zone.yaml",
+			wantExit: 1, wantOut: "TrainJob team-eu/resnet: DENIED\n  deny   data-residency: spec.runtimePatches: pods of worker may run outside data residency zone \"eu\""},
+		{name: "over the duration ceiling", file: samples + "max-duration/samples/denied-multikueue-over-ceiling.yaml",
+			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED\n  deny   max-duration: spec.activeDeadlineSeconds: TrainJob may run for 200 hours"},
+		{name: "without managedBy, over the quota", file: "-", stdin: strings.Replace(string(allowed), managedBy, "", 1),
+			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED\n  deny   aggregate-quota: spec.trainer: TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota \"team-a\" has 4 of 4 free"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := runCheck(context.Background(), checkOptions{files: []string{tc.file}, output: "text"}, strings.NewReader(tc.stdin), &out, io.Discard)
+			if got := exitOf(err); got != tc.wantExit {
+				t.Errorf("exit = %d (%v), want %d\n%s", got, err, tc.wantExit, out.String())
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("output does not contain %q:\n%s", tc.wantOut, out.String())
+			}
+			if tc.wantExit == 1 && strings.Count(out.String(), "  deny ") != 1 {
+				t.Errorf("want exactly one denial:\n%s", out.String())
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/pipeline"
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
@@ -29,17 +30,18 @@ func job(mod func(*trainer.TrainJob)) *trainer.TrainJob {
 func TestRunning(t *testing.T) {
 	cases := map[string]struct {
 		job      *trainer.TrainJob
-		existing map[string]map[string]int32
+		existing reservations.Existing // keyed by the job's name and UID
 		want     bool
 	}{
-		"no pod, no status: waits for pods": {job: job(nil), want: false},
-		"its pods exist":                    {job: job(nil), existing: map[string]map[string]int32{"train": {"node": 2}}, want: true},
-		"another job's pods do not count":   {job: job(nil), existing: map[string]map[string]int32{"other": {"node": 2}}, want: false},
+		"no pod, no status: waits for pods":              {job: job(nil), want: false},
+		"its pods exist":                                 {job: job(nil), existing: reservations.Existing{"train/uid-1": {"node": 2}}, want: true},
+		"another job's pods do not count":                {job: job(nil), existing: reservations.Existing{"other/uid-2": {"node": 2}}, want: false},
+		"an earlier job of its name's pods do not count": {job: job(nil), existing: reservations.Existing{"train/uid-0": {"node": 2}}, want: false},
 		"the JobSet reports active jobs": {job: job(func(j *trainer.TrainJob) {
 			j.Status.JobsStatus = []trainer.JobStatus{{Name: "node", Active: ptr.To[int32](1)}}
 		}), want: true},
 		"suspended, even with pods still terminating": {job: job(func(j *trainer.TrainJob) { j.Spec.Suspend = ptr.To(true) }),
-			existing: map[string]map[string]int32{"train": {"node": 2}}, want: false},
+			existing: reservations.Existing{"train/uid-1": {"node": 2}}, want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -62,9 +62,15 @@ type partInput struct {
 }
 
 // quotasOf builds input.quotas. It is built per request: status.used and the
-// jobs holding a quota change with every admission in the namespace.
+// jobs holding a quota change with every admission in the namespace. A job
+// whose pods another cluster runs (render.JobView.RunsElsewhere: Kueue's
+// MultiKueue) is charged nothing here, so no quota of this namespace limits
+// it: the quota of the cluster that runs it does, judged there.
 func quotasOf(req *Request) []quotaInput {
 	v := req.View
+	if v.RunsElsewhere {
+		return []quotaInput{}
+	}
 	usage := make([]corev1.ResourceList, len(v.ReplicatedJobs)) // one pod of each replicated job
 	for j := range v.ReplicatedJobs {
 		usage[j] = v.ReplicatedJobs[j].PerPod.QuotaUsage()

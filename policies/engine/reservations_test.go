@@ -80,3 +80,44 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 		t.Errorf("admitted %d, denied %d; want 10 and 30", admitted.Load(), denied.Load())
 	}
 }
+
+// TestJobRunningElsewhereChargesNothing: a job whose pods another cluster
+// runs (render.JobView.RunsElsewhere: Kueue's MultiKueue) is charged nothing
+// by this namespace's quotas, in the policy input and in what it would
+// reserve; the same job run here is denied over the quota.
+func TestJobRunningElsewhereChargesNothing(t *testing.T) {
+	ctx := context.Background()
+	set, err := DefaultPolicySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ctx, set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}},
+	}
+	for _, elsewhere := range []bool{true, false} {
+		req := mpiRequest("team-a", 2)
+		req.TrainJob.Spec.ActiveDeadlineSeconds = 3600
+		req.View = gpuView(2) // 8 GPUs
+		req.View.RunsElsewhere = elsewhere
+		req.Quotas = []corev1.ResourceQuota{q}
+		d, err := e.Decide(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := quota.PartsOf(req.View)
+		if elsewhere {
+			if !d.Allowed || len(quotasDoc(t, req)) != 0 || parts != nil {
+				t.Errorf("run elsewhere: allowed %v (violations %v), input quotas %v, parts %v; want allowed, no quotas, no parts", d.Allowed, d.Violations, quotasDoc(t, req), parts)
+			}
+			continue
+		}
+		if d.Allowed || len(parts) == 0 {
+			t.Errorf("run here: allowed %v, parts %v; want denied by the quota, with parts", d.Allowed, parts)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainjobutil "github.com/kubeflow/trainer/v2/pkg/util/trainjob"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 )
@@ -45,10 +46,15 @@ func staysSuspended(old, job *trainer.TrainJob) bool {
 }
 
 // StartsPods says whether admitting the request lets the job create pods
-// that it could not before: a new running job, or a suspended one being
+// here that it could not before: a new running job, or a suspended one being
 // resumed (Kueue admits by flipping spec.suspend). Only these reserve quota.
+// A job whose spec.managedBy hands it to another controller (Kueue's
+// MultiKueue, which runs a copy on a worker cluster) never creates a pod
+// here: the Trainer skips it, by the Trainer's own test. It is judged by
+// every policy but reserves nothing; its rendered view charges no quota
+// (render.JobView.RunsElsewhere), which every quota decision reads.
 func StartsPods(req *Request) bool {
-	if ptr.Deref(req.TrainJob.Spec.Suspend, false) {
+	if ptr.Deref(req.TrainJob.Spec.Suspend, false) || trainjobutil.IsManagedByExternalController(req.TrainJob) {
 		return false
 	}
 	return req.OldTrainJob == nil || ptr.Deref(req.OldTrainJob.Spec.Suspend, false)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainjobutil "github.com/kubeflow/trainer/v2/pkg/util/trainjob"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 func TestOnlySuspends(t *testing.T) {
@@ -32,6 +34,34 @@ func TestOnlySuspends(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, onlySuspends(tc.old, tc.job)); diff != "" {
 				t.Errorf("onlySuspends (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStartsPods(t *testing.T) {
+	job := func(suspend *bool, managedBy *string) *trainer.TrainJob {
+		return &trainer.TrainJob{Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: "mpi"}, Suspend: suspend, ManagedBy: managedBy}}
+	}
+	yes, no := new(true), new(false)
+	trainers, multiKueue := new(trainjobutil.TrainJobControllerName), new(kueue.MultiKueueControllerName)
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want bool
+	}{
+		{"create", Request{TrainJob: job(nil, nil)}, true},
+		{"create, managed by the Trainer", Request{TrainJob: job(nil, trainers)}, true},
+		{"create suspended", Request{TrainJob: job(yes, nil)}, false},
+		{"resume", Request{OldTrainJob: job(yes, nil), TrainJob: job(no, nil)}, true},
+		{"update of a running job", Request{OldTrainJob: job(no, nil), TrainJob: job(no, nil)}, false},
+		// MultiKueue runs the job on a worker cluster: no pod is created here.
+		{"create, managed by MultiKueue", Request{TrainJob: job(nil, multiKueue)}, false},
+		{"resume, managed by MultiKueue", Request{OldTrainJob: job(yes, multiKueue), TrainJob: job(no, multiKueue)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, StartsPods(&tc.req)); diff != "" {
+				t.Errorf("StartsPods (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -11,8 +11,12 @@ import (
 // PartsOf is what a rendered job's pods will count for quota: for each
 // replicated job with pods, one pod's usage and the fields quota scopes
 // select it by. Parts name no quota: every decision charges them against
-// the ResourceQuotas that exist then (Charge).
+// the ResourceQuotas that exist then (Charge). A job whose pods another
+// cluster runs (RunsElsewhere) has no parts.
 func PartsOf(view *render.JobView) []v1alpha1.ReservedPart {
+	if view.RunsElsewhere {
+		return nil
+	}
 	var parts []v1alpha1.ReservedPart
 	for j := range view.ReplicatedJobs {
 		rj := &view.ReplicatedJobs[j]

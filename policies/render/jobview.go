@@ -63,6 +63,15 @@ type JobView struct {
 	// Total is what the whole job is charged against ResourceQuota.
 	Total Charge
 
+	// RunsElsewhere is true when a controller other than this cluster's
+	// Trainer runs the job (spec.managedBy, Kueue's MultiKueue: it runs a
+	// copy on a worker cluster). The replicated jobs above are what that copy
+	// creates, judged by every policy, but no pod of the job is created here,
+	// so it charges this cluster's ResourceQuotas nothing: quota.PartsOf (its
+	// reservation, what it holds for other jobs' decisions) and the policy
+	// input's quotas (aggregate-quota) read this one field.
+	RunsElsewhere bool
+
 	// Problems are reasons the rendered pods would be rejected by the apiserver even
 	// though the TrainJob itself is valid: the job would hang after admission.
 	Problems field.ErrorList

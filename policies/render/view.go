@@ -14,6 +14,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/constants"
+	trainjobutil "github.com/kubeflow/trainer/v2/pkg/util/trainjob"
 )
 
 // buildView reads the rendered JobSet (and MPI hostfile) into a JobView.
@@ -22,6 +23,8 @@ func buildView(trainJob *trainer.TrainJob, runtimeObj client.Object, jobSet *job
 	view := &JobView{
 		RuntimeKind: runtimeObj.GetObjectKind().GroupVersionKind().Kind,
 		RuntimeName: runtimeObj.GetName(),
+		// The Trainer's own test for the jobs it leaves to another controller.
+		RunsElsewhere: trainjobutil.IsManagedByExternalController(trainJob),
 	}
 	mlPolicy := runtimeMLPolicy(runtimeObj)
 	if mlPolicy != nil {

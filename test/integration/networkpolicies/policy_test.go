@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
@@ -159,6 +160,19 @@ egress:
 		var list networkingv1.NetworkPolicyList
 		Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		Expect(list.Items).To(HaveLen(1), "only the MPI job has a policy")
+	})
+
+	It("is written for no TrainJob that Kueue's MultiKueue runs on another cluster", func(ctx context.Context) {
+		mpi := fixtures.MPIRuntime("np-multikueue-" + ns).Cluster()
+		createRuntime(ctx, mpi)
+		createJob(ctx, fixtures.TrainJob(ns, "dispatched", mpi.Name).ManagedBy(kueue.MultiKueueControllerName).Obj())
+
+		// As above: the later job's policy says the controller has reached
+		// this namespace, so the dispatched job's absence means "decided no".
+		control := createJob(ctx, fixtures.TrainJob(ns, "control", mpi.Name).Obj())
+		expectPolicy(ctx, control, "job-isolated", jobIsolated("control"))
+
+		Consistently(policyOf(ctx, ns, "dispatched")).WithTimeout(quiet).Should(BeNil())
 	})
 
 	It("is restored every time it is deleted", func(ctx context.Context) {
