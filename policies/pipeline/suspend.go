@@ -54,8 +54,15 @@ func staysSuspended(old, job *trainer.TrainJob) bool {
 // every policy but reserves nothing; its rendered view charges no quota
 // (render.JobView.RunsElsewhere), which every quota decision reads.
 func StartsPods(req *Request) bool {
-	if ptr.Deref(req.TrainJob.Spec.Suspend, false) || trainjobutil.IsManagedByExternalController(req.TrainJob) {
+	if trainjobutil.IsManagedByExternalController(req.TrainJob) {
 		return false
 	}
-	return req.OldTrainJob == nil || ptr.Deref(req.OldTrainJob.Spec.Suspend, false)
+	return (req.OldTrainJob == nil && !ptr.Deref(req.TrainJob.Spec.Suspend, false)) || Resumes(req)
+}
+
+// Resumes says whether the request is an UPDATE that resumes a suspended
+// job (Kueue admits by flipping spec.suspend), whether or not the job then
+// creates pods here: what a denial event calls it.
+func Resumes(req *Request) bool {
+	return req.OldTrainJob != nil && ptr.Deref(req.OldTrainJob.Spec.Suspend, false) && !ptr.Deref(req.TrainJob.Spec.Suspend, false)
 }

@@ -46,22 +46,28 @@ func TestStartsPods(t *testing.T) {
 	yes, no := new(true), new(false)
 	trainers, multiKueue := new(trainjobutil.TrainJobControllerName), new(kueue.MultiKueueControllerName)
 	for _, tc := range []struct {
-		name string
-		req  Request
-		want bool
+		name          string
+		req           Request
+		want, resumes bool
 	}{
-		{"create", Request{TrainJob: job(nil, nil)}, true},
-		{"create, managed by the Trainer", Request{TrainJob: job(nil, trainers)}, true},
-		{"create suspended", Request{TrainJob: job(yes, nil)}, false},
-		{"resume", Request{OldTrainJob: job(yes, nil), TrainJob: job(no, nil)}, true},
-		{"update of a running job", Request{OldTrainJob: job(no, nil), TrainJob: job(no, nil)}, false},
-		// MultiKueue runs the job on a worker cluster: no pod is created here.
-		{"create, managed by MultiKueue", Request{TrainJob: job(nil, multiKueue)}, false},
-		{"resume, managed by MultiKueue", Request{OldTrainJob: job(yes, multiKueue), TrainJob: job(no, multiKueue)}, false},
+		{"create", Request{TrainJob: job(nil, nil)}, true, false},
+		{"create, managed by the Trainer", Request{TrainJob: job(nil, trainers)}, true, false},
+		{"create suspended", Request{TrainJob: job(yes, nil)}, false, false},
+		{"resume", Request{OldTrainJob: job(yes, nil), TrainJob: job(no, nil)}, true, true},
+		{"update of a running job", Request{OldTrainJob: job(no, nil), TrainJob: job(no, nil)}, false, false},
+		{"update of a suspended job", Request{OldTrainJob: job(yes, nil), TrainJob: job(yes, nil)}, false, false},
+		{"suspend", Request{OldTrainJob: job(no, nil), TrainJob: job(yes, nil)}, false, false},
+		// MultiKueue runs the job on a worker cluster: no pod is created
+		// here, though Kueue on the manager does resume it.
+		{"create, managed by MultiKueue", Request{TrainJob: job(nil, multiKueue)}, false, false},
+		{"resume, managed by MultiKueue", Request{OldTrainJob: job(yes, multiKueue), TrainJob: job(no, multiKueue)}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, StartsPods(&tc.req)); diff != "" {
 				t.Errorf("StartsPods (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.resumes, Resumes(&tc.req)); diff != "" {
+				t.Errorf("Resumes (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -61,7 +61,7 @@ func (a *admitter) reportDenied(r *pipeline.Request, resp admission.Response) {
 		}
 	}
 	action, what := actionUpdate, "an update"
-	if pipeline.StartsPods(r) {
+	if pipeline.Resumes(r) { // a MultiKueue job's resume starts no pod here, and is still one
 		action, what = actionResume, "the resume"
 	}
 	note := fmt.Sprintf("mpiguard denied %s of this TrainJob by %s: %s", what, r.User, message)

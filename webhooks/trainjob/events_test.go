@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -74,6 +75,12 @@ func TestDeniedUpdatesLeaveAnEvent(t *testing.T) {
 	allowed.Spec.Trainer.NumProcPerNode = ptr.To[int32](1)
 	gone := stored.DeepCopy()
 	gone.Spec.RuntimeRef.Name = "missing"
+	// A job MultiKueue runs on a worker cluster, resumed by Kueue on the
+	// manager: it starts no pod here, and its refusal is still a resume's.
+	queuedElsewhere := stored.DeepCopy()
+	queuedElsewhere.Spec.ManagedBy, queuedElsewhere.Spec.Suspend = ptr.To(kueue.MultiKueueControllerName), ptr.To(true)
+	resumedElsewhere := optIn.DeepCopy()
+	resumedElsewhere.Spec.ManagedBy, resumedElsewhere.Spec.Suspend = ptr.To(kueue.MultiKueueControllerName), ptr.To(false)
 
 	review := func(op admissionv1.Operation, job, old *trainer.TrainJob, dryRun bool) admission.Request {
 		raw := func(j *trainer.TrainJob) runtime.RawExtension {
@@ -105,6 +112,13 @@ func TestDeniedUpdatesLeaveAnEvent(t *testing.T) {
 		req:     review(admissionv1.Update, optIn, stored, false),
 		denied:  true,
 		want:    []recordedEvent{{Regarding: "team-a/run", Type: "Warning", Reason: ReasonUpdateDenied, Action: "Update", Note: denial}},
+	}, {
+		name:    "a denied resume of a job MultiKueue runs elsewhere",
+		handler: func(a *admitter) admission.Handler { return Validator{a} },
+		req:     review(admissionv1.Update, resumedElsewhere, queuedElsewhere, false),
+		denied:  true,
+		want: []recordedEvent{{Regarding: "team-a/run", Type: "Warning", Reason: ReasonUpdateDenied, Action: "Resume",
+			Note: "mpiguard denied the resume of this TrainJob by system:serviceaccount:tools:mesh: TrainJob team-a/run violates 1 mpiguard policy:\n- [istio-opt-out]"}},
 	}, {
 		name:    "the same as a dry run",
 		handler: func(a *admitter) admission.Handler { return Validator{a} },
