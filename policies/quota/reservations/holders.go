@@ -2,6 +2,7 @@ package reservations
 
 import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainjobutil "github.com/kubeflow/trainer/v2/pkg/util/trainjob"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -40,10 +41,11 @@ func SameJob(e *v1alpha1.ReservationEntry, name string, uid types.UID) bool {
 	return e.TrainJob == name && (e.UID == "" || e.UID == uid)
 }
 
-// StartsPods says whether a stored TrainJob will still create pods: not
-// suspended, not being deleted, not finished.
+// StartsPods says whether a stored TrainJob will still create pods here: not
+// suspended, not being deleted, not finished, and not handed to another
+// controller (MultiKueue runs its pods on another cluster).
 func StartsPods(job *trainer.TrainJob) bool {
-	if ptr.Deref(job.Spec.Suspend, false) || !job.DeletionTimestamp.IsZero() {
+	if ptr.Deref(job.Spec.Suspend, false) || !job.DeletionTimestamp.IsZero() || trainjobutil.IsManagedByExternalController(job) {
 		return false
 	}
 	return !Finished(job)

@@ -115,9 +115,10 @@ func TestStartsPods(t *testing.T) {
 		mod  func(*trainer.TrainJob)
 		want bool
 	}{
-		"running":   {func(*trainer.TrainJob) {}, true},
-		"suspended": {func(j *trainer.TrainJob) { j.Spec.Suspend = ptr.To(true) }, false},
-		"deleted":   {func(j *trainer.TrainJob) { j.DeletionTimestamp = &now }, false},
+		"running":                              {func(*trainer.TrainJob) {}, true},
+		"suspended":                            {func(j *trainer.TrainJob) { j.Spec.Suspend = ptr.To(true) }, false},
+		"deleted":                              {func(j *trainer.TrainJob) { j.DeletionTimestamp = &now }, false},
+		"run by MultiKueue on another cluster": {func(j *trainer.TrainJob) { j.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }, false},
 		"complete": {func(j *trainer.TrainJob) {
 			j.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
 		}, false},
