@@ -29,6 +29,8 @@ CONTROLLER_GEN = $(GO) tool controller-gen
 # Its CRDs are copied into config/crd/openreports by `make manifests`.
 OPENREPORTS_MODULE = github.com/openreports/reports-api
 KUSTOMIZE      = $(GO) tool kustomize
+# mpiguard's Helm chart: config/default as a chart (config/helm/chart_test.go).
+HELM_CHART     = config/helm/mpiguard
 GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
 # The engine's policy sandbox (policies/engine/capabilities.go) for the opa CLI;
@@ -90,6 +92,10 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder ma
 	@# The openreports.io Report CRDs audit writes, from the pinned module (never edited by hand).
 	@dir=$$($(GO) list -m -f '{{.Dir}}' $(OPENREPORTS_MODULE)) && mkdir -p config/crd/openreports && \
 	  for f in openreports.io_reports.yaml openreports.io_clusterreports.yaml; do install -m 0644 "$$dir/config/crd/$$f" config/crd/openreports/; done
+	@# The Helm chart's copies (Helm reads no file outside the chart, and installs
+	@# crds/ verbatim); config/helm/chart_test.go fails when they are stale.
+	@rm -f $(HELM_CHART)/crds/*.yaml && install -m 0644 config/crd/bases/*.yaml config/crd/openreports/*.yaml $(HELM_CHART)/crds/
+	@install -m 0644 config/rbac/role.yaml $(HELM_CHART)/files/role.yaml
 
 .PHONY: generate
 generate: ## Generate deepcopy code for mpiguard's API types.
