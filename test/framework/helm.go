@@ -58,3 +58,13 @@ func HelmTemplate(release, namespace string, values map[string]any) ([]*unstruct
 	}
 	return objs, nil
 }
+
+// HelmValuesFile reads a values file of mpiguard's chart (such as
+// values-openshift.yaml), as `helm install -f` would.
+func HelmValuesFile(name string) (map[string]any, error) {
+	v, err := chartutil.ReadValuesFile(filepath.Join(RepoRoot(), HelmChart, name))
+	if err != nil {
+		return nil, fmt.Errorf("helm: %w", err)
+	}
+	return v.AsMap(), nil
+}
