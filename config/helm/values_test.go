@@ -274,10 +274,27 @@ func TestValues(t *testing.T) {
 		}},
 		{"ServiceMonitor", "serviceMonitor: {enabled: true, labels: {release: prometheus}}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			m := find(t, objs, "ServiceMonitor", "mpiguard-controller-metrics-monitor")
-			want := normaliseKustomizePrometheus(t)
+			want := configDefaultsPrometheus(t, "ServiceMonitor")
 			dropLabels(m, append(slices.Clone(helmLabels), "release"))
 			if diff := cmp.Diff(want.Object, m.Object); diff != "" {
 				t.Errorf("the chart's ServiceMonitor differs from config/prometheus' in config/default (-kustomize +chart):\n%s", diff)
+			}
+		}},
+		{"PrometheusRule", "prometheusRule: {enabled: true, labels: {release: prometheus}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			r := find(t, objs, "PrometheusRule", "mpiguard-alerts")
+			want := configDefaultsPrometheus(t, "PrometheusRule")
+			dropLabels(r, append(slices.Clone(helmLabels), "release"))
+			if diff := cmp.Diff(want.Object, r.Object); diff != "" {
+				t.Errorf("the chart's PrometheusRule differs from config/prometheus' in config/default (-kustomize +chart):\n%s", diff)
+			}
+		}},
+		{"PrometheusRule of another release", "fullnameOverride: guard\nprometheusRule: {enabled: true}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			data, err := yaml.Marshal(find(t, objs, "PrometheusRule", "guard-alerts").Object["spec"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(data), `job="guard-metrics-service"`); n == 0 || strings.Contains(string(data), "mpiguard-metrics-service") {
+				t.Errorf("the alerts select job guard-metrics-service %d times, and still mpiguard-metrics-service: %v", n, strings.Contains(string(data), "mpiguard-metrics-service"))
 			}
 		}},
 		{"policy parameters", "policyParameters: {policies: {max-duration: {enforcement: warn, parameters: {maxHours: 72}}}}", func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -309,14 +326,19 @@ func TestValues(t *testing.T) {
 	}
 }
 
-// normaliseKustomizePrometheus is config/prometheus' ServiceMonitor as
-// config/default would install it (its namespace and namePrefix), the way the
-// README says to add it.
-func normaliseKustomizePrometheus(t *testing.T) *unstructured.Unstructured {
+// configDefaultsPrometheus is config/prometheus' object of kind as
+// config/default would install it (its namespace, namePrefix and labels), the
+// way the README says to add it.
+func configDefaultsPrometheus(t *testing.T, kind string) *unstructured.Unstructured {
 	t.Helper()
-	m := kustomize(t, "config/prometheus")[0]
-	m.SetNamespace(namespace)
-	m.SetName("mpiguard-" + m.GetName())
-	m.SetLabels(map[string]string{"app.kubernetes.io/name": "mpiguard", "app.kubernetes.io/part-of": "mpiguard"})
-	return m
+	for _, m := range kustomize(t, "config/prometheus") {
+		if m.GetKind() == kind {
+			m.SetNamespace(namespace)
+			m.SetName("mpiguard-" + m.GetName())
+			m.SetLabels(map[string]string{"app.kubernetes.io/name": "mpiguard", "app.kubernetes.io/part-of": "mpiguard"})
+			return m
+		}
+	}
+	t.Fatalf("config/prometheus has no %s", kind)
+	return nil
 }
