@@ -273,20 +273,10 @@ func TestValues(t *testing.T) {
 			}
 		}},
 		{"ServiceMonitor", "serviceMonitor: {enabled: true, labels: {release: prometheus}}", func(t *testing.T, objs []*unstructured.Unstructured) {
-			m := find(t, objs, "ServiceMonitor", "mpiguard-controller-metrics-monitor")
-			want := configDefaultsPrometheus(t, "ServiceMonitor")
-			dropLabels(m, append(slices.Clone(helmLabels), "release"))
-			if diff := cmp.Diff(want.Object, m.Object); diff != "" {
-				t.Errorf("the chart's ServiceMonitor differs from config/prometheus' in config/default (-kustomize +chart):\n%s", diff)
-			}
+			expectConfigPrometheus(t, find(t, objs, "ServiceMonitor", "mpiguard-controller-metrics-monitor"))
 		}},
 		{"PrometheusRule", "prometheusRule: {enabled: true, labels: {release: prometheus}}", func(t *testing.T, objs []*unstructured.Unstructured) {
-			r := find(t, objs, "PrometheusRule", "mpiguard-alerts")
-			want := configDefaultsPrometheus(t, "PrometheusRule")
-			dropLabels(r, append(slices.Clone(helmLabels), "release"))
-			if diff := cmp.Diff(want.Object, r.Object); diff != "" {
-				t.Errorf("the chart's PrometheusRule differs from config/prometheus' in config/default (-kustomize +chart):\n%s", diff)
-			}
+			expectConfigPrometheus(t, find(t, objs, "PrometheusRule", "mpiguard-alerts"))
 		}},
 		{"PrometheusRule of another release", "fullnameOverride: guard\nprometheusRule: {enabled: true}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			data, err := yaml.Marshal(find(t, objs, "PrometheusRule", "guard-alerts").Object["spec"])
@@ -326,19 +316,23 @@ func TestValues(t *testing.T) {
 	}
 }
 
-// configDefaultsPrometheus is config/prometheus' object of kind as
-// config/default would install it (its namespace, namePrefix and labels), the
-// way the README says to add it.
-func configDefaultsPrometheus(t *testing.T, kind string) *unstructured.Unstructured {
+// expectConfigPrometheus checks that the chart's o (its labels from values
+// aside) is config/prometheus' object of its kind as config/default would
+// install it (namespace, namePrefix and labels), the way the README says to
+// add it.
+func expectConfigPrometheus(t *testing.T, o *unstructured.Unstructured) {
 	t.Helper()
-	for _, m := range kustomize(t, "config/prometheus") {
-		if m.GetKind() == kind {
-			m.SetNamespace(namespace)
-			m.SetName("mpiguard-" + m.GetName())
-			m.SetLabels(map[string]string{"app.kubernetes.io/name": "mpiguard", "app.kubernetes.io/part-of": "mpiguard"})
-			return m
+	dropLabels(o, append(slices.Clone(helmLabels), "release"))
+	for _, want := range kustomize(t, "config/prometheus") {
+		if want.GetKind() == o.GetKind() {
+			want.SetNamespace(namespace)
+			want.SetName("mpiguard-" + want.GetName())
+			want.SetLabels(map[string]string{"app.kubernetes.io/name": "mpiguard", "app.kubernetes.io/part-of": "mpiguard"})
+			if diff := cmp.Diff(want.Object, o.Object); diff != "" {
+				t.Errorf("the chart's %s differs from config/prometheus' in config/default (-kustomize +chart):\n%s", o.GetKind(), diff)
+			}
+			return
 		}
 	}
-	t.Fatalf("config/prometheus has no %s", kind)
-	return nil
+	t.Fatalf("config/prometheus has no %s", o.GetKind())
 }
