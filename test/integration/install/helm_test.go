@@ -108,4 +108,24 @@ func helmSpecs() {
 		Expect(modes).To(HaveKey("selfSigned"))
 		Expect(modes).To(HaveKey("openshift"))
 	})
+
+	It("the chart's optional objects are accepted by the apiserver: ServiceMonitor, PrometheusRule, policy parameters, client-ca, NetworkPolicy peers", func(ctx context.Context) {
+		values := map[string]any{}
+		for _, set := range []string{
+			"serviceMonitor.enabled=true", "prometheusRule.enabled=true",
+			"policyParameters.policies.max-duration.enforcement=warn",
+			"clientAuth.enabled=true", "clientAuth.caConfigMap=apiserver-client-ca", "clientAuth.certNames={kube-apiserver-webhook-client}",
+			"networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
+			"namespace.create=true",
+		} {
+			Expect(strvals.ParseInto(set, values)).To(Succeed(), set)
+		}
+		objs, err := framework.HelmTemplate("mpiguard", installNamespace, values)
+		Expect(err).NotTo(HaveOccurred())
+		for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "Namespace"} {
+			Expect(objs).To(ContainElement(HaveField("Object", HaveKeyWithValue("kind", kind))), kind)
+		}
+		ensureNamespace(ctx)
+		apply(ctx, objs, client.DryRunAll)
+	})
 }
