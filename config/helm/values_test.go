@@ -145,7 +145,12 @@ func TestBadValuesAreRefused(t *testing.T) {
 		values string
 		want   string
 	}{
-		{"unknown mode", "certificates: {mode: vault}", `certificates.mode is "vault"`},
+		// values.schema.json: a typo or a wrong value never falls back to a default.
+		{"unknown mode", "certificates: {mode: vault}", "at '/certificates/mode': value must be one of"},
+		{"misspelt value", "replica: 3", "'replica' not allowed"},
+		{"misspelt nested value", "webhooks: {validatingTrainJob: {failurePolicy: Fail, timeout: 3, timeoutSeconds: 10}}", "'timeout' not allowed"},
+		{"failure policy", "webhooks: {validatingTrainJob: {failurePolicy: fail, timeoutSeconds: 10}}", "at '/webhooks/validatingTrainJob/failurePolicy'"},
+		{"timeout over the apiserver's 30 s", "webhooks: {validatingTrainJob: {failurePolicy: Fail, timeoutSeconds: 31}}", "at '/webhooks/validatingTrainJob/timeoutSeconds'"},
 		{"existingSecret without name", "certificates: {mode: existingSecret, existingSecret: {caBundle: Zm9v}}", "certificates.existingSecret.name"},
 		{"existingSecret without CA", "certificates: {mode: existingSecret, existingSecret: {name: s}}", "certificates.existingSecret.caBundle"},
 		{"client auth without CA", "clientAuth: {enabled: true}", "clientAuth.caSecret or clientAuth.caConfigMap"},
