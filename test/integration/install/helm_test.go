@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -70,7 +71,7 @@ func parseHelmInstall(cmd string) helmInstall {
 }
 
 // helmSpecs are the install suite's specs for the Helm chart, run after
-// `make deploy`'s (cert-manager's CRDs are installed then).
+// `make deploy`'s, which installs cert-manager's CRDs.
 func helmSpecs() {
 	It("helm install, as the README shows it, is accepted by the apiserver for each certificate mode", func(ctx context.Context) {
 		cmds := documentedCommands("README.md", "Installing with Helm")
@@ -81,6 +82,12 @@ func helmSpecs() {
 			}
 		}
 		Expect(installs).NotTo(BeEmpty(), "the README shows no `helm install` in its Helm section")
+		// The default mode's Issuer and Certificate (already there after
+		// `make deploy`'s spec; installed again when this one runs alone).
+		certManagerCRDs, err := framework.CertManagerCRDs()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs}, ErrorIfPathMissing: true})
+		Expect(err).NotTo(HaveOccurred())
 		modes := map[string]bool{}
 		ensureNamespace(ctx)
 		for _, cmd := range installs {
