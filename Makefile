@@ -40,6 +40,12 @@ OPA_CAPABILITIES = test/tools/opa-capabilities.json
 UNIT_PKGS        = $$($(GO) list ./... | grep -v -e /test/integration -e /test/load)
 INTEGRATION_PKGS = ./test/integration/...
 
+# promtool for the alert rules' unit tests (config/prometheus/rules_test.go,
+# which pins the same version): Prometheus' module (v3.x is tagged v0.3xx.y),
+# built without service discovery plugins into the cache, once per version.
+PROMTOOL_VERSION ?= v0.316.0
+PROMTOOL          = $(CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
+
 # Fuzz targets (package:FuzzName), run one after another: go test -fuzz takes
 # one target per run, and the machine has 2 cores. docs/reliability.md says
 # what each checks and records the runs.
@@ -181,8 +187,15 @@ test-rego: ## Rego unit tests (OPA's tester) over policies/.
 	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) test --v1-compatible --ignore '*.yaml' --capabilities $(OPA_CAPABILITIES) -v policies | tail -n 3; else echo "no Rego policies yet"; fi
 
 .PHONY: test-unit
-test-unit: hydra mpi ## Go unit tests (no apiserver).
-	MPIGUARD_REQUIRE_HYDRA=1 MPIGUARD_REQUIRE_REAL_MPI=1 $(GO) test -count=1 $(UNIT_PKGS)
+test-unit: hydra mpi promtool ## Go unit tests (no apiserver).
+	MPIGUARD_PROMTOOL=$(PROMTOOL) MPIGUARD_REQUIRE_HYDRA=1 MPIGUARD_REQUIRE_REAL_MPI=1 $(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: promtool
+promtool: ## Build Prometheus' promtool (PROMTOOL_VERSION) from the Go module proxy into the cache, for the alert rules' tests.
+	@if [ ! -x $(PROMTOOL) ]; then \
+	  echo "building promtool $(PROMTOOL_VERSION) into $(dir $(PROMTOOL)) (cold: a few minutes on 2 cores)"; \
+	  cd "$$(mktemp -d)" && GOWORK=off GOFLAGS= GOBIN=$(dir $(PROMTOOL)) $(GO) install -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION); \
+	fi
 
 .PHONY: hydra
 hydra: ## Install MPICH's Hydra (Debian's mpich): the Hydra runtimes' launcher test runs it.

@@ -32,10 +32,15 @@ var (
 	promtoolErr  error
 )
 
-// promtool returns the path of promtool, built once into mpiguard's cache
-// ($MPIGUARD_CACHE, else ~/.cache/mpiguard) per version.
+// promtool returns the path of promtool: $MPIGUARD_PROMTOOL (`make
+// test-unit` builds it first, `make promtool`, outside the test's timeout),
+// else built once into mpiguard's cache ($MPIGUARD_CACHE, else
+// ~/.cache/mpiguard) per version.
 func promtool(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("MPIGUARD_PROMTOOL"); p != "" {
+		return p
+	}
 	promtoolOnce.Do(func() {
 		cache := os.Getenv("MPIGUARD_CACHE")
 		if cache == "" {
@@ -99,6 +104,17 @@ func readRule(t *testing.T) (rule, []byte) {
 		t.Fatal(err)
 	}
 	return r, spec
+}
+
+// The Makefile's promtool (make test-unit) is the version this test pins.
+func TestMakefilePinsThisPromtool(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "PROMTOOL_VERSION ?= " + prometheusVersion + "\n"; !strings.Contains(string(data), want) {
+		t.Errorf("the Makefile does not set %q", strings.TrimSpace(want))
+	}
 }
 
 // TestAlertRules runs promtool check rules and promtool test rules.
