@@ -78,6 +78,7 @@ type rule struct {
 		Groups []struct {
 			Rules []struct {
 				Alert       string            `json:"alert"`
+				Expr        string            `json:"expr"`
 				Annotations map[string]string `json:"annotations"`
 			} `json:"rules"`
 		} `json:"groups"`
