@@ -29,6 +29,8 @@ CONTROLLER_GEN = $(GO) tool controller-gen
 # Its CRDs are copied into config/crd/openreports by `make manifests`.
 OPENREPORTS_MODULE = github.com/openreports/reports-api
 KUSTOMIZE      = $(GO) tool kustomize
+# mpiguard's Helm chart: config/default as a chart (config/helm/chart_test.go).
+HELM_CHART     = config/helm/mpiguard
 GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
 # The engine's policy sandbox (policies/engine/capabilities.go) for the opa CLI;
@@ -37,6 +39,12 @@ OPA_CAPABILITIES = test/tools/opa-capabilities.json
 
 UNIT_PKGS        = $$($(GO) list ./... | grep -v -e /test/integration -e /test/load)
 INTEGRATION_PKGS = ./test/integration/...
+
+# promtool for the alert rules' unit tests (config/prometheus/rules_test.go,
+# which pins the same version): Prometheus' module (v3.x is tagged v0.3xx.y),
+# built without service discovery plugins into the cache, once per version.
+PROMTOOL_VERSION ?= v0.316.0
+PROMTOOL          = $(CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
 
 # Fuzz targets (package:FuzzName), run one after another: go test -fuzz takes
 # one target per run, and the machine has 2 cores. docs/reliability.md says
@@ -90,6 +98,11 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder ma
 	@# The openreports.io Report CRDs audit writes, from the pinned module (never edited by hand).
 	@dir=$$($(GO) list -m -f '{{.Dir}}' $(OPENREPORTS_MODULE)) && mkdir -p config/crd/openreports && \
 	  for f in openreports.io_reports.yaml openreports.io_clusterreports.yaml; do install -m 0644 "$$dir/config/crd/$$f" config/crd/openreports/; done
+	@# The Helm chart's copies (Helm reads no file outside the chart, and installs
+	@# crds/ verbatim); config/helm/chart_test.go fails when they are stale.
+	@rm -f $(HELM_CHART)/crds/*.yaml && install -m 0644 config/crd/bases/*.yaml config/crd/openreports/*.yaml $(HELM_CHART)/crds/
+	@install -m 0644 config/rbac/role.yaml $(HELM_CHART)/files/role.yaml
+	@install -m 0644 config/prometheus/rule.yaml $(HELM_CHART)/files/prometheusrule.yaml
 
 .PHONY: generate
 generate: ## Generate deepcopy code for mpiguard's API types.
@@ -174,8 +187,15 @@ test-rego: ## Rego unit tests (OPA's tester) over policies/.
 	@if [ -n "$$(git ls-files 'policies/*.rego')" ]; then $(OPA) test --v1-compatible --ignore '*.yaml' --capabilities $(OPA_CAPABILITIES) -v policies | tail -n 3; else echo "no Rego policies yet"; fi
 
 .PHONY: test-unit
-test-unit: hydra mpi ## Go unit tests (no apiserver).
-	MPIGUARD_REQUIRE_HYDRA=1 MPIGUARD_REQUIRE_REAL_MPI=1 $(GO) test -count=1 $(UNIT_PKGS)
+test-unit: hydra mpi promtool ## Go unit tests (no apiserver).
+	MPIGUARD_PROMTOOL=$(PROMTOOL) MPIGUARD_REQUIRE_HYDRA=1 MPIGUARD_REQUIRE_REAL_MPI=1 $(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: promtool
+promtool: ## Build Prometheus' promtool (PROMTOOL_VERSION) from the Go module proxy into the cache, for the alert rules' tests.
+	@if [ ! -x $(PROMTOOL) ]; then \
+	  echo "building promtool $(PROMTOOL_VERSION) into $(dir $(PROMTOOL)) (cold: a few minutes on 2 cores)"; \
+	  cd "$$(mktemp -d)" && GOWORK=off GOFLAGS= GOBIN=$(dir $(PROMTOOL)) $(GO) install -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION); \
+	fi
 
 .PHONY: hydra
 hydra: ## Install MPICH's Hydra (Debian's mpich): the Hydra runtimes' launcher test runs it.

@@ -194,6 +194,7 @@ func (r *Reconciler) finish(rt *api.RuntimeTest, verdict metav1.Condition) {
 	rt.Status.CompletionTime = ptr.To(metav1.NewTime(r.now()))
 	note := fmt.Sprintf("runtime %s: %s", rt.Spec.RuntimeRef.Name, verdict.Message)
 	r.recorder.Eventf(rt, nil, eventType, verdict.Reason, "SmokeTest", "%s", truncateNote(note))
+	observeVerdict(rt.Spec.RuntimeRef.Name, verdict.Status == metav1.ConditionTrue, verdict.Reason)
 }
 
 // maxEventNote is the apiserver's limit on an event's note: a longer one is

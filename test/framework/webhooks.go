@@ -27,8 +27,14 @@ func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeObjects(out, "kustomize build "+dir)
+}
+
+// decodeObjects reads the objects of a multi-document YAML stream; what names
+// the stream in errors.
+func decodeObjects(data []byte, what string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		err := dec.Decode(&u.Object)
@@ -36,7 +42,7 @@ func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
 			return objs, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)

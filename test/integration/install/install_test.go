@@ -311,6 +311,8 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		expectDeploys(ctx, cmds, "config/default")
 	})
 
+	helmSpecs()
+
 	It("make undeploy and undeploy-openshift, as documented, delete everything but the shared openreports.io CRDs", func(ctx context.Context) {
 		cmds := append(commandsFor(documentedCommands("README.md", "Installing on a cluster"), "undeploy"),
 			commandsFor(documentedCommands("docs/operations.md", "Installing on OpenShift"), "undeploy-openshift")...)

@@ -31,11 +31,11 @@ func TestInstall(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	serviceMonitors, err := serviceMonitorCRD(ctx)
+	monitoringCRDs, err := prometheusOperatorCRDs(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	env = framework.StartSuite(context.Background(), framework.Options{
 		Name:         "install",
-		ExtraCRDDirs: []string{serviceMonitors},
+		ExtraCRDDirs: monitoringCRDs,
 		NoManager:    true,
 	})
 	user, err := env.Testenv.AddUser(envtest.User{Name: "install-admin", Groups: []string{"system:masters"}}, nil)
