@@ -272,23 +272,6 @@ func (r *Reconciler) trainJobOf(ctx context.Context, wl *kueue.Workload) (*train
 	return job, true, nil
 }
 
-// flavorsOf reads the ResourceFlavors the admission assigns.
-func (r *Reconciler) flavorsOf(ctx context.Context, adm *kueue.Admission) (map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor, error) {
-	out := map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor{}
-	for _, name := range flavorNames(adm) {
-		f := &kueue.ResourceFlavor{}
-		err := r.client.Get(ctx, client.ObjectKey{Name: string(name)}, f)
-		if apierrors.IsNotFound(err) {
-			continue // placements says which one is missing
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading ResourceFlavor %q: %w", name, err)
-		}
-		out[name] = f
-	}
-	return out, nil
-}
-
 // event tells the TrainJob's owner why it does not start (yet): a Warning
 // with mpiguard's message, which `kubectl describe trainjob` shows next to
 // Kueue's events on the Workload.

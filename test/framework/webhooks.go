@@ -18,10 +18,15 @@ import (
 // KustomizeBuild renders the kustomization in dir (relative to the
 // repository root) the way `kustomize build` does and returns its objects.
 func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
-	path := filepath.Join(RepoRoot(), dir)
+	return kustomizeBuildPath(filepath.Join(RepoRoot(), dir))
+}
+
+// kustomizeBuildPath is KustomizeBuild of the kustomization at an absolute
+// path (a module's, in the module cache).
+func kustomizeBuildPath(path string) ([]*unstructured.Unstructured, error) {
 	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), path)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		return nil, fmt.Errorf("kustomize build %s: %w", path, err)
 	}
 	out, err := resMap.AsYaml()
 	if err != nil {
@@ -36,7 +41,7 @@ func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
 			return objs, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+			return nil, fmt.Errorf("kustomize build %s: %w", path, err)
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
@@ -53,6 +58,16 @@ func shippedWebhooks() ([]*admissionv1.MutatingWebhookConfiguration, []*admissio
 	if err != nil {
 		return nil, nil, err
 	}
+	mutating, validating, err := webhookConfigurations(objs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kustomize build config/webhook: %w", err)
+	}
+	return mutating, validating, nil
+}
+
+// webhookConfigurations decodes the webhook configurations among objs; it
+// wants at least one of each kind.
+func webhookConfigurations(objs []*unstructured.Unstructured) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
 	var (
 		mutating   []*admissionv1.MutatingWebhookConfiguration
 		validating []*admissionv1.ValidatingWebhookConfiguration
@@ -70,11 +85,11 @@ func shippedWebhooks() ([]*admissionv1.MutatingWebhookConfiguration, []*admissio
 			continue
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, target); err != nil {
-			return nil, nil, fmt.Errorf("kustomize build config/webhook: decoding a %s: %w", u.GetKind(), err)
+			return nil, nil, fmt.Errorf("decoding a %s: %w", u.GetKind(), err)
 		}
 	}
 	if len(mutating) == 0 || len(validating) == 0 {
-		return nil, nil, fmt.Errorf("kustomize build config/webhook renders %d mutating and %d validating webhook configurations; want both", len(mutating), len(validating))
+		return nil, nil, fmt.Errorf("%d mutating and %d validating webhook configurations; want both", len(mutating), len(validating))
 	}
 	return mutating, validating, nil
 }

@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/policies/admissioncheck"
+	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -113,12 +114,20 @@ func queuedNamespace(ctx context.Context, queue, gpus, used string) string {
 }
 
 // submit creates an 8-GPU MPI TrainJob (1 Launcher + 2 Workers x 4 GPUs)
-// queued to the namespace's LocalQueue, suspended, as Kueue's webhook
-// leaves a queued job (it is not registered here).
+// queued to the namespace's LocalQueue, as a user does: not suspended.
+// Kueue's mutating webhook suspends it and adds its runtime patch, and
+// mpiguard's adds its own; the stored job has both.
 func submit(ctx context.Context, ns, name string) *trainer.TrainJob {
 	GinkgoHelper()
-	job := fixtures.TrainJob(ns, name, runtime).NumNodes(2).NumProcPerNode(4).Suspend(true).Label(queueLabel, "queue").Obj()
+	job := fixtures.TrainJob(ns, name, runtime).NumNodes(2).NumProcPerNode(4).Label(queueLabel, "queue").Obj()
 	Expect(env.Client.Create(ctx, job)).To(Succeed())
+	stored := get(ctx, job)
+	Expect(ptr.Deref(stored.Spec.Suspend, false)).To(BeTrue(), "Kueue's webhook suspends a queued job")
+	var managers []string
+	for _, p := range stored.Spec.RuntimePatches {
+		managers = append(managers, p.Manager)
+	}
+	Expect(managers).To(ContainElements(admissioncheck.KueueManager, engine.AdmissionManager), "both webhooks' runtime patches on create")
 	return job
 }
 
