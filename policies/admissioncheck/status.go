@@ -17,7 +17,7 @@ import (
 // list keyed by name, so other checks' states are untouched), carrying the
 // resourceVersion read, so a Workload that changed since (evicted, its
 // quota released) is not answered on a stale read.
-func (r *Reconciler) setState(ctx context.Context, wl *kueue.Workload, checks []pendingCheck, out Outcome) error {
+func (r *Reconciler) setState(ctx context.Context, wl *kueue.Workload, checks []ownCheck, out Outcome) error {
 	now := metav1.NewTime(r.now())
 	states := make([]any, 0, len(checks))
 	for _, c := range checks {

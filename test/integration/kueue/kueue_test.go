@@ -110,6 +110,39 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 		}).Should(Succeed())
 	})
 
+	It("keeps the quota of a job it said Ready for while another check keeps Kueue waiting past the reservation grace", func(ctx context.Context) {
+		ns := queuedNamespace(ctx, waitingQueue, "8", "0")
+		job := submit(ctx, ns, "waits-for-other")
+
+		By("mpiguard's check is Ready; the other check keeps the Workload from being admitted")
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			g.Expect(check(g, wl).State).To(Equal(kueue.CheckStateReady), describe(wl))
+			g.Expect(held(ctx, g, job)).To(BeTrue(), "the quota it needs is reserved")
+		}).Should(Succeed())
+
+		By("for three graces: the check stays Ready and the quota stays held")
+		Consistently(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted)).To(BeFalse(), describe(wl))
+			g.Expect(check(g, wl).State).To(Equal(kueue.CheckStateReady), describe(wl))
+			g.Expect(held(ctx, g, job)).To(BeTrue(), "the check is Ready over a released reservation")
+		}, 3*reservationGrace, reservationGrace/6).Should(Succeed())
+
+		By("a second job that fits only without the first one's quota must wait")
+		second := submit(ctx, ns, "after-grace")
+		Eventually(func(g Gomega) []string {
+			return warnings(ctx, g, second, admissioncheck.ReasonRetry)
+		}).Should(ContainElement(ContainSubstring("[aggregate-quota]")))
+
+		By("the other check says Ready: Kueue admits the first job and resumes it")
+		var wl *kueue.Workload
+		Eventually(func(g Gomega) { wl = workloadOf(ctx, g, job) }).Should(Succeed())
+		setOtherCheck(ctx, wl, kueue.CheckStateReady)
+		Eventually(func() bool { return running(ctx, job) }).Should(BeTrue())
+		Expect(running(ctx, second)).To(BeFalse())
+	})
+
 	It("runs exactly one of two jobs whose sum exceeds the namespace's ResourceQuota", func(ctx context.Context) {
 		ns := queuedNamespace(ctx, euQueue, "8", "0")
 		jobs := []*trainer.TrainJob{submit(ctx, ns, "first"), submit(ctx, ns, "second")}

@@ -19,6 +19,10 @@ import (
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
+// reservationGrace is how long a reservation is taken on trust before its
+// resume must land (--reservation-grace).
+const reservationGrace = 3 * time.Second
+
 var (
 	env *framework.Env
 	kq  *framework.Kueue
@@ -37,6 +41,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// short, so a spec sees the retry that room in the quota lets through.
 	components.KueueAdmissionCheck.RetryBackoff = time.Second
 	components.KueueAdmissionCheck.MaxRetryBackoff = 2 * time.Second
+	// Short, so a spec sees a Workload wait past it.
+	components.Policies.ReservationGrace = reservationGrace
 	env = framework.StartSuite(context.Background(), framework.Options{
 		Name: "kueue", Replicas: 2, Components: &components,
 		ExtraCRDDirs: []string{crds},
