@@ -36,8 +36,10 @@ import (
 // Which checks are mpiguard's (spec.controllerName), and their Active condition.
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks/status,verbs=get;patch
-// The node labels and tolerations of the flavors Kueue assigned.
-// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
+// The node labels and tolerations of the flavors Kueue assigned; the
+// ClusterQueue (through the LocalQueue) of a Workload Kueue cannot place,
+// whose flavors mpiguard judges it on (unplaced.go).
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;localqueues;clusterqueues,verbs=get;list;watch
 // What a decision reads (the webhooks read the same), and the Warning event
 // on a TrainJob that must wait or is rejected.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs;clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
@@ -52,6 +54,9 @@ const FieldOwner = "mpiguard-admission-check"
 const (
 	ReasonRetry    = "AdmissionCheckRetry"
 	ReasonRejected = "AdmissionCheckRejected"
+	// ReasonUnplaceable: Kueue cannot place the job on any flavor of its
+	// ClusterQueue, and mpiguard refuses it on each (unplaced.go).
+	ReasonUnplaceable = "AdmissionCheckUnplaceable"
 )
 
 // Options configures the AdmissionCheck controller.
@@ -159,6 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.restoreRejection(ctx, wl)
 	}
 	if !waitsForChecks(wl) {
+		if waitsForPlacement(wl) {
+			return reconcile.Result{}, r.explainUnplaced(ctx, wl)
+		}
 		return reconcile.Result{}, nil
 	}
 	checks, err := r.checksIn(ctx, wl, kueue.CheckStatePending)
