@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -91,7 +92,7 @@ type Reconciler struct {
 	// resume (the webhook's --reservation-grace).
 	grace time.Duration
 	opts  Options
-	now   func() time.Time
+	clock clock.Clock
 	// rejected keeps the message of each Workload this process rejected,
 	// by UID, until Kueue has deactivated it: Kueue then resets every check
 	// to Pending ("Reset to Pending after eviction. Previously: Rejected"),
@@ -134,7 +135,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservation
 		recorder: mgr.GetEventRecorder("mpiguard-admission-check"),
 		grace:    grace,
 		opts:     opts,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		rejected: lru.New(rejectedSize),
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("kueue-workloads").For(&kueue.Workload{}).Complete(r); err != nil {
@@ -148,8 +149,6 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservation
 type ownCheck struct {
 	name       kueue.AdmissionCheckReference
 	retryCount int32
-	// since is the state's lastTransitionTime.
-	since metav1.Time
 }
 
 // Reconcile answers the pending mpiguard checks of one Workload whose quota
@@ -259,7 +258,7 @@ func (r *Reconciler) checksIn(ctx context.Context, wl *kueue.Workload, state kue
 	var out []ownCheck
 	for _, s := range wl.Status.AdmissionChecks {
 		if s.State == state && slices.Contains(own, s.Name) {
-			out = append(out, ownCheck{name: s.Name, retryCount: ptr.Deref(s.RetryCount, 0), since: s.LastTransitionTime})
+			out = append(out, ownCheck{name: s.Name, retryCount: ptr.Deref(s.RetryCount, 0)})
 		}
 	}
 	return out, nil

@@ -117,7 +117,7 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 // resume never lands; the webhook replaces it with its own when the resume
 // arrives.
 func (r *Reconciler) entry(req *pipeline.Request, parts []v1alpha1.ReservedPart) v1alpha1.ReservationEntry {
-	now := r.now()
+	now := r.clock.Now()
 	job := req.TrainJob
 	return v1alpha1.ReservationEntry{
 		TrainJob:              job.Name,

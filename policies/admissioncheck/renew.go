@@ -64,7 +64,7 @@ func (r *Reconciler) heldFor(ctx context.Context, job *trainer.TrainJob) (time.D
 	}
 	for _, e := range res.Spec.Entries {
 		if e.TrainJob == job.Name && e.UID == job.UID {
-			return max(e.HoldUntil.Sub(r.now()), 0), nil
+			return max(e.HoldUntil.Sub(r.clock.Now()), 0), nil
 		}
 	}
 	return 0, nil
