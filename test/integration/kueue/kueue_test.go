@@ -76,6 +76,36 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 		Expect(running(ctx, job)).To(BeFalse())
 	})
 
+	It("rejects a job larger than the namespace's whole ResourceQuota, with mpiguard's reason, and Kueue releases its quota", func(ctx context.Context) {
+		// 8 GPUs asked, 4 in the quota even when idle: waiting cannot help.
+		ns := queuedNamespace(ctx, euQueue, "4", "0")
+		job := submit(ctx, ns, "too-large")
+
+		By("Kueue acts on Rejected: it deactivates the Workload, evicts it and releases its ClusterQueue quota")
+		var wl *kueue.Workload
+		Eventually(func(g Gomega) {
+			wl = workloadOf(ctx, g, job)
+			g.Expect(ptr.Deref(wl.Spec.Active, true)).To(BeFalse(), describe(wl))
+			g.Expect(wl.Status.Admission).To(BeNil(), describe(wl))
+		}).Should(Succeed())
+		Expect(running(ctx, job)).To(BeFalse())
+
+		By("mpiguard's reason is on the check (Kueue's eviction reset it to Pending), in Kueue's event, and on the TrainJob")
+		reason := ContainSubstring("[aggregate-quota]")
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			s := check(g, wl)
+			g.Expect(s.State).To(Equal(kueue.CheckStatePending))
+			g.Expect(s.Message).To(And(reason, ContainSubstring("spec.active: true")), describe(wl))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) []string {
+			return kueueEvents(ctx, g, wl, "AdmissionCheckRejected")
+		}).Should(ContainElement(reason), "Kueue's event: it saw the state Rejected and mpiguard's message")
+		Eventually(func(g Gomega) []string {
+			return warnings(ctx, g, job, admissioncheck.ReasonRejected)
+		}).Should(ContainElement(reason), "the reason on the TrainJob (kubectl describe)")
+	})
+
 	It("makes a job over the namespace's ResourceQuota retry, and admits it once the quota has room", func(ctx context.Context) {
 		ns := queuedNamespace(ctx, euQueue, "8", "8")
 		job := submit(ctx, ns, "waits")
