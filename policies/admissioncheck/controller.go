@@ -149,6 +149,9 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservation
 type ownCheck struct {
 	name       kueue.AdmissionCheckReference
 	retryCount int32
+	state      kueue.CheckState
+	// since is the state's lastTransitionTime.
+	since metav1.Time
 }
 
 // Reconcile answers the pending mpiguard checks of one Workload whose quota
@@ -258,7 +261,7 @@ func (r *Reconciler) checksIn(ctx context.Context, wl *kueue.Workload, state kue
 	var out []ownCheck
 	for _, s := range wl.Status.AdmissionChecks {
 		if s.State == state && slices.Contains(own, s.Name) {
-			out = append(out, ownCheck{name: s.Name, retryCount: ptr.Deref(s.RetryCount, 0)})
+			out = append(out, ownCheck{name: s.Name, retryCount: ptr.Deref(s.RetryCount, 0), state: s.State, since: s.LastTransitionTime})
 		}
 	}
 	return out, nil

@@ -36,7 +36,7 @@ func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome
 	case job == nil:
 		return nil, nil, nil
 	}
-	infos, err := podSetInfos(ctx, r.client, wl, wl.Status.Admission)
+	placed, err := placements(ctx, r.client, wl.Status.Admission)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,7 +45,7 @@ func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome
 	// recorded in the decision log: that has the resume itself.
 	old := job.DeepCopy()
 	old.Spec.Suspend = ptr.To(true)
-	req := &pipeline.Request{Operation: engine.Update, TrainJob: resumed(job, infos), OldTrainJob: old, RecordLater: true}
+	req := &pipeline.Request{Operation: engine.Update, TrainJob: resumed(job, placed), OldTrainJob: old, RecordLater: true}
 	out, err := r.judgeReserving(ctx, req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("judging TrainJob %s/%s for Kueue: %w", job.Namespace, job.Name, err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/podset"
 )
 
 func flavor(name string, labels map[string]string, tolerations ...corev1.Toleration) *kueue.ResourceFlavor {
@@ -34,32 +32,34 @@ func flavorClient(t *testing.T, flavors ...*kueue.ResourceFlavor) client.Client 
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
 
-func TestPodSetInfos(t *testing.T) {
+func TestPlacements(t *testing.T) {
 	gpuTaint := corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 	c := flavorClient(t,
 		flavor("cpu-eu", map[string]string{"topology.kubernetes.io/region": "eu-west-1"}),
 		flavor("gpu-eu", map[string]string{"topology.kubernetes.io/region": "eu-west-1", "gpu": "a100"}, gpuTaint),
+		flavor("plain", nil),
 	)
-	wl := &kueue.Workload{Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: "launcher", Count: 1}, {Name: "node", Count: 2}}}}
 	adm := &kueue.Admission{ClusterQueue: "cq", PodSetAssignments: []kueue.PodSetAssignment{
 		{Name: "launcher", Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{"cpu": "cpu-eu", "memory": "cpu-eu"}},
 		{Name: "node", Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{"cpu": "cpu-eu", "nvidia.com/gpu": "gpu-eu"}},
+		{Name: "initializer", Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{"cpu": "plain"}},
 	}}
-	got, err := podSetInfos(context.Background(), c, wl, adm)
+	got, err := placements(context.Background(), c, adm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []podset.PodSetInfo{
-		{Name: "launcher", Count: 1, NodeSelector: map[string]string{"topology.kubernetes.io/region": "eu-west-1"}},
-		{Name: "node", Count: 2, NodeSelector: map[string]string{"topology.kubernetes.io/region": "eu-west-1", "gpu": "a100"}, Tolerations: []corev1.Toleration{gpuTaint}},
+	want := []podSetPlacement{
+		{name: "launcher", nodeSelector: map[string]string{"topology.kubernetes.io/region": "eu-west-1"}},
+		{name: "node", nodeSelector: map[string]string{"topology.kubernetes.io/region": "eu-west-1", "gpu": "a100"}, tolerations: []corev1.Toleration{gpuTaint}},
+		{name: "initializer", nodeSelector: map[string]string{}},
 	}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("podSetInfos (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(podSetPlacement{})); diff != "" {
+		t.Errorf("placements (-want +got):\n%s", diff)
 	}
 
 	adm.PodSetAssignments[1].Flavors["nvidia.com/gpu"] = "gone"
-	if _, err := podSetInfos(context.Background(), c, wl, adm); err == nil {
-		t.Error("podSetInfos with a missing ResourceFlavor: no error")
+	if _, err := placements(context.Background(), c, adm); err == nil {
+		t.Error("placements with a missing ResourceFlavor: no error")
 	}
 }
 
@@ -70,17 +70,15 @@ func TestResumed(t *testing.T) {
 		Metadata: &metav1.ObjectMeta{Labels: map[string]string{"kueue.x-k8s.io/queue-name": "q"}},
 		Spec:     &trainer.JobSetSpecPatch{},
 	}}}
-	infos := []podset.PodSetInfo{
-		{Name: "launcher", Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}},
-		{Name: "node", NodeSelector: map[string]string{"zone": "us"}},
+	infos := []podSetPlacement{
+		{name: "launcher", tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}},
+		{name: "node", nodeSelector: map[string]string{"zone": "us"}},
 	}
 	placed := []trainer.ReplicatedJobPatch{
 		{Name: "launcher", Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
-			Metadata: &metav1.ObjectMeta{},
-			Spec:     &trainer.PodSpecPatch{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}}}}}},
+			Spec: &trainer.PodSpecPatch{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}}}}}},
 		{Name: "node", Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
-			Metadata: &metav1.ObjectMeta{},
-			Spec:     &trainer.PodSpecPatch{NodeSelector: map[string]string{"zone": "us"}}}}}},
+			Spec: &trainer.PodSpecPatch{NodeSelector: map[string]string{"zone": "us"}}}}}},
 	}
 	withPlacement := func(p trainer.RuntimePatch) trainer.RuntimePatch {
 		p = *p.DeepCopy()
@@ -99,7 +97,7 @@ func TestResumed(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		job   *trainer.TrainJob
-		infos []podset.PodSetInfo
+		infos []podSetPlacement
 		want  *trainer.TrainJob
 	}{
 		{"Kueue's entry filled in place", job(queued, own), infos, running(withPlacement(queued), own)},

@@ -2,40 +2,34 @@ package admissioncheck
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueac "sigs.k8s.io/kueue/pkg/util/admissioncheck"
-	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // setState applies out as the state of each of checks on the Workload:
 // server-side apply of mpiguard's own entries of status.admissionChecks (a
 // list keyed by name, so other checks' states are untouched), carrying the
 // resourceVersion read, so a Workload that changed since (evicted, its
-// quota released) is not answered on a stale read. Each entry is what
-// Kueue's workload.SetAdmissionCheckState makes of the state read (its
-// lastTransitionTime moves only when the state does).
+// quota released) is not answered on a stale read. lastTransitionTime moves
+// only when the state does, as Kueue's workload.SetAdmissionCheckState
+// keeps it (that package cannot be linked: see placements).
 func (r *Reconciler) setState(ctx context.Context, wl *kueue.Workload, checks []ownCheck, out Outcome) error {
-	current := slices.Clone(wl.Status.AdmissionChecks)
+	now := metav1.NewTime(r.clock.Now())
 	states := make([]any, 0, len(checks))
 	for _, c := range checks {
-		want := kueue.AdmissionCheckState{Name: c.name, State: out.State, Message: out.Message}
-		if out.State == kueue.CheckStateRetry {
-			want.RequeueAfterSeconds = ptr.To(int32(requeueAfter(c.retryCount, r.opts.RetryBackoff, r.opts.MaxRetryBackoff) / time.Second))
+		since := now
+		if c.state == out.State && !c.since.IsZero() {
+			since = c.since
 		}
-		workload.SetAdmissionCheckState(&current, want, r.clock)
-		got := kueueac.FindAdmissionCheck(current, c.name)
-		s := map[string]any{"name": string(got.Name), "state": string(got.State), "message": got.Message, "lastTransitionTime": got.LastTransitionTime.UTC().Format(time.RFC3339)}
-		if got.RequeueAfterSeconds != nil {
-			s["requeueAfterSeconds"] = int64(*got.RequeueAfterSeconds)
+		s := map[string]any{"name": string(c.name), "state": string(out.State), "message": out.Message, "lastTransitionTime": since.UTC().Format(time.RFC3339)}
+		if out.State == kueue.CheckStateRetry {
+			s["requeueAfterSeconds"] = int64(requeueAfter(c.retryCount, r.opts.RetryBackoff, r.opts.MaxRetryBackoff) / time.Second)
 		}
 		states = append(states, s)
 	}

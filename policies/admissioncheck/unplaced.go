@@ -141,12 +141,11 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 	old.Spec.Suspend = ptr.To(true)
 	var denials []string
 	for _, f := range flavors {
-		adm := assignAll(wl, cq, kueue.ResourceFlavorReference(f.Name))
-		infos, err := podSetInfos(ctx, r.client, wl, adm)
+		placed, err := placements(ctx, r.client, assignAll(wl, cq, kueue.ResourceFlavorReference(f.Name)))
 		if err != nil {
 			return nil, err
 		}
-		req := &pipeline.Request{Operation: engine.Update, TrainJob: resumed(job, infos), OldTrainJob: old, RecordLater: true}
+		req := &pipeline.Request{Operation: engine.Update, TrainJob: resumed(job, placed), OldTrainJob: old, RecordLater: true}
 		verdict, err := r.pipeline.Run(ctx, cluster, req, pipeline.Admit)
 		if err != nil {
 			return nil, fmt.Errorf("judging TrainJob %s/%s on ResourceFlavor %s: %w", job.Namespace, job.Name, f.Name, err)
