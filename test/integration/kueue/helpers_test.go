@@ -43,8 +43,8 @@ const (
 	// Kueue waits for it after mpiguard's is Ready.
 	waitingQueue = "cq-waiting"
 	otherCheck   = "other"
-	runtime    = "kueue-gpu-workers"
-	queueLabel = "kueue.x-k8s.io/queue-name"
+	runtime      = "kueue-gpu-workers"
+	queueLabel   = "kueue.x-k8s.io/queue-name"
 	// euZone is the namespace label of the data-residency policy's "eu"
 	// zone (eu-west-1, eu-central-1).
 	zoneLabel = "mpiguard.io/data-residency"
@@ -57,28 +57,13 @@ func createKueueSetup(ctx context.Context) {
 		Spec:       kueue.AdmissionCheckSpec{ControllerName: admissioncheck.ControllerName},
 	})).To(Succeed())
 	for queue, region := range map[string]string{euQueue: "eu-west-1", usQueue: "us-east-1"} {
-		flavor := queue + "-" + region
-		Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
-			ObjectMeta: metav1.ObjectMeta{Name: flavor},
-			Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: region}},
-		})).To(Succeed())
-		Expect(env.Client.Create(ctx, clusterQueue(queue, flavor))).To(Succeed())
+		Expect(env.Client.Create(ctx, clusterQueue(queue, regionFlavor(ctx, queue, region)))).To(Succeed())
 	}
-	plainFlavor := plainQueue + "-eu-west-1"
-	Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
-		ObjectMeta: metav1.ObjectMeta{Name: plainFlavor},
-		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: "eu-west-1"}},
-	})).To(Succeed())
-	plain := clusterQueue(plainQueue, plainFlavor)
+	plain := clusterQueue(plainQueue, regionFlavor(ctx, plainQueue, "eu-west-1"))
 	plain.Spec.AdmissionChecksStrategy = nil
 	Expect(env.Client.Create(ctx, plain)).To(Succeed())
 	createOtherCheck(ctx)
-	waitingFlavor := waitingQueue + "-eu-west-1"
-	Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
-		ObjectMeta: metav1.ObjectMeta{Name: waitingFlavor},
-		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: "eu-west-1"}},
-	})).To(Succeed())
-	waiting := clusterQueue(waitingQueue, waitingFlavor)
+	waiting := clusterQueue(waitingQueue, regionFlavor(ctx, waitingQueue, "eu-west-1"))
 	waiting.Spec.AdmissionChecksStrategy.AdmissionChecks = append(waiting.Spec.AdmissionChecksStrategy.AdmissionChecks, kueue.AdmissionCheckStrategyRule{Name: otherCheck})
 	Expect(env.Client.Create(ctx, waiting)).To(Succeed())
 	// Kueue admits through a ClusterQueue only while every check it names
@@ -91,6 +76,18 @@ func createKueueSetup(ctx context.Context) {
 		}).Should(Succeed())
 	}
 	env.CreateClusterRuntime(ctx, fixtures.GPUWorkersRuntime(runtime, "4").Cluster())
+}
+
+// regionFlavor creates the ResourceFlavor of queue's nodes in region, and
+// returns its name.
+func regionFlavor(ctx context.Context, queue, region string) string {
+	GinkgoHelper()
+	name := queue + "-" + region
+	Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: region}},
+	})).To(Succeed())
+	return name
 }
 
 // otherController plays the controller of otherCheck: another check a
