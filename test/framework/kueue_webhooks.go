@@ -35,12 +35,12 @@ func kueueWebhooks(host string, port int, caBundle []byte) ([]*admissionv1.Mutat
 	}
 	mutating, validating, err := webhookConfigurations(objs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Kueue's webhooks (%s): %w", dir, err)
+		return nil, nil, fmt.Errorf("the webhooks of Kueue (%s): %w", dir, err)
 	}
 	base := "https://" + net.JoinHostPort(host, strconv.Itoa(port))
 	point := func(cc *admissionv1.WebhookClientConfig) error {
 		if cc.Service == nil || cc.Service.Path == nil {
-			return fmt.Errorf("Kueue's webhook has no service path: %+v", cc)
+			return fmt.Errorf("a webhook of Kueue has no service path: %+v", cc)
 		}
 		*cc = admissionv1.WebhookClientConfig{URL: ptr.To(base + *cc.Service.Path), CABundle: caBundle}
 		return nil
