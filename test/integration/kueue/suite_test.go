@@ -1,5 +1,6 @@
 // Package kueue tests mpiguard as a Kueue AdmissionCheck against a real
-// Kueue (built from the module go.mod pins, test/kueue/build.sh), the real
+// Kueue (built from the module go.mod pins, test/kueue/build.sh; v0.17.0,
+// with its webhooks registered as an install does), the real
 // Trainer controller, and mpiguard as it ships: two replicas behind one
 // webhook endpoint. Kueue admits a TrainJob by writing it back, resumed; the
 // specs prove that mpiguard's check decides that resume beforehand, with the
@@ -21,7 +22,7 @@ import (
 
 // reservationGrace is how long a reservation is taken on trust before its
 // resume must land (--reservation-grace).
-const reservationGrace = 3 * time.Second
+const reservationGrace = 5 * time.Second
 
 var (
 	env *framework.Env
