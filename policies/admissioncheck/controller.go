@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -13,12 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueac "sigs.k8s.io/kueue/pkg/util/admissioncheck"
 
 	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
@@ -34,8 +37,10 @@ import (
 // Which checks are mpiguard's (spec.controllerName), and their Active condition.
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks/status,verbs=get;patch
-// The node labels and tolerations of the flavors Kueue assigned.
-// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
+// The node labels and tolerations of the flavors Kueue assigned; the
+// ClusterQueue (through the LocalQueue) of a Workload Kueue cannot place,
+// whose flavors mpiguard judges it on (unplaced.go).
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;localqueues;clusterqueues,verbs=get;list;watch
 // What a decision reads (the webhooks read the same), and the Warning event
 // on a TrainJob that must wait or is rejected.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs;clustertrainingruntimes;trainingruntimes,verbs=get;list;watch
@@ -50,6 +55,9 @@ const FieldOwner = "mpiguard-admission-check"
 const (
 	ReasonRetry    = "AdmissionCheckRetry"
 	ReasonRejected = "AdmissionCheckRejected"
+	// ReasonUnplaceable: Kueue cannot place the job on any flavor of its
+	// ClusterQueue, and mpiguard refuses it on each (unplaced.go).
+	ReasonUnplaceable = "AdmissionCheckUnplaceable"
 )
 
 // Options configures the AdmissionCheck controller.
@@ -84,7 +92,7 @@ type Reconciler struct {
 	// resume (the webhook's --reservation-grace).
 	grace time.Duration
 	opts  Options
-	now   func() time.Time
+	clock clock.Clock
 	// rejected keeps the message of each Workload this process rejected,
 	// by UID, until Kueue has deactivated it: Kueue then resets every check
 	// to Pending ("Reset to Pending after eviction. Previously: Rejected"),
@@ -127,7 +135,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservation
 		recorder: mgr.GetEventRecorder("mpiguard-admission-check"),
 		grace:    grace,
 		opts:     opts,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		rejected: lru.New(rejectedSize),
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("kueue-workloads").For(&kueue.Workload{}).Complete(r); err != nil {
@@ -137,16 +145,18 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservation
 		Complete(&activeReconciler{client: mgr.GetClient(), now: time.Now})
 }
 
-// pendingCheck is one of mpiguard's checks of a Workload that waits for a state.
-type pendingCheck struct {
+// ownCheck is one of mpiguard's checks of a Workload, in the state it was read in.
+type ownCheck struct {
 	name       kueue.AdmissionCheckReference
 	retryCount int32
+	state      kueue.CheckState
 	// since is the state's lastTransitionTime.
 	since metav1.Time
 }
 
 // Reconcile answers the pending mpiguard checks of one Workload whose quota
-// Kueue has reserved.
+// Kueue has reserved, and keeps the quota of one it answered Ready while
+// Kueue waits for its other checks (renew).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	wl := &kueue.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, wl); err != nil {
@@ -156,28 +166,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.restoreRejection(ctx, wl)
 	}
 	if !waitsForChecks(wl) {
+		if waitsForPlacement(wl) {
+			return reconcile.Result{}, r.explainUnplaced(ctx, wl)
+		}
 		return reconcile.Result{}, nil
 	}
-	checks, err := r.pendingChecks(ctx, wl)
-	if err != nil || len(checks) == 0 {
+	checks, err := r.checksIn(ctx, wl, kueue.CheckStatePending)
+	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if len(checks) == 0 {
+		return r.renew(ctx, wl)
 	}
 	out, job, err := r.evaluate(ctx, wl)
 	if err != nil || out == nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.setState(ctx, wl, checks, *out); err != nil {
+	if err := r.answer(ctx, wl, job, checks, *out); err != nil {
+		return reconcile.Result{}, err
+	}
+	if out.State == kueue.CheckStateReady {
+		// Kueue may wait for other checks: renew before the entry lapses.
+		return reconcile.Result{RequeueAfter: r.renewAfter()}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// answer sets the outcome on the Workload's checks, and tells the TrainJob
+// why it does not start (yet).
+func (r *Reconciler) answer(ctx context.Context, wl *kueue.Workload, job *trainer.TrainJob, checks []ownCheck, out Outcome) error {
+	if err := r.setState(ctx, wl, checks, out); err != nil {
 		// A conflict: the Workload changed since it was read (evicted,
 		// say). Decided again on the next event; a reservation written
 		// for it is released by the retirer at its grace.
-		return reconcile.Result{}, err
+		return err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("admission check answered", "state", out.State, "checks", len(checks))
 	if out.State == kueue.CheckStateRejected {
 		r.rejected.Add(wl.UID, out.Message)
 	}
-	r.event(job, wl, *out)
-	return reconcile.Result{}, nil
+	r.event(job, wl, out)
+	return nil
 }
 
 // waitsForChecks says whether Kueue waits for the Workload's checks: its
@@ -210,7 +239,7 @@ func (r *Reconciler) restoreRejection(ctx context.Context, wl *kueue.Workload) e
 	if !ok {
 		return nil
 	}
-	checks, err := r.pendingChecks(ctx, wl)
+	checks, err := r.checksIn(ctx, wl, kueue.CheckStatePending)
 	if err != nil || len(checks) == 0 {
 		return err
 	}
@@ -222,24 +251,17 @@ func (r *Reconciler) restoreRejection(ctx context.Context, wl *kueue.Workload) e
 	return nil
 }
 
-// pendingChecks lists the Workload's checks in state Pending whose
-// AdmissionCheck names mpiguard as its controller.
-func (r *Reconciler) pendingChecks(ctx context.Context, wl *kueue.Workload) ([]pendingCheck, error) {
-	var out []pendingCheck
+// checksIn lists the Workload's checks in state whose AdmissionCheck names
+// mpiguard as its controller (Kueue's admissioncheck.FilterForController).
+func (r *Reconciler) checksIn(ctx context.Context, wl *kueue.Workload, state kueue.CheckState) ([]ownCheck, error) {
+	own, err := kueueac.FilterForController(ctx, r.client, wl.Status.AdmissionChecks, ControllerName)
+	if err != nil {
+		return nil, fmt.Errorf("reading the AdmissionChecks of Workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	var out []ownCheck
 	for _, s := range wl.Status.AdmissionChecks {
-		if s.State != kueue.CheckStatePending {
-			continue
-		}
-		ac := &kueue.AdmissionCheck{}
-		err := r.client.Get(ctx, client.ObjectKey{Name: string(s.Name)}, ac)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("reading AdmissionCheck %q: %w", s.Name, err)
-		}
-		if ac.Spec.ControllerName == ControllerName {
-			out = append(out, pendingCheck{name: s.Name, retryCount: ptr.Deref(s.RetryCount, 0), since: s.LastTransitionTime})
+		if s.State == state && slices.Contains(own, s.Name) {
+			out = append(out, ownCheck{name: s.Name, retryCount: ptr.Deref(s.RetryCount, 0), state: s.State, since: s.LastTransitionTime})
 		}
 	}
 	return out, nil
@@ -270,23 +292,6 @@ func (r *Reconciler) trainJobOf(ctx context.Context, wl *kueue.Workload) (*train
 		return nil, true, nil // a new job of the same name: its own Workload comes
 	}
 	return job, true, nil
-}
-
-// flavorsOf reads the ResourceFlavors the admission assigns.
-func (r *Reconciler) flavorsOf(ctx context.Context, adm *kueue.Admission) (map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor, error) {
-	out := map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor{}
-	for _, name := range flavorNames(adm) {
-		f := &kueue.ResourceFlavor{}
-		err := r.client.Get(ctx, client.ObjectKey{Name: string(name)}, f)
-		if apierrors.IsNotFound(err) {
-			continue // placements says which one is missing
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading ResourceFlavor %q: %w", name, err)
-		}
-		out[name] = f
-	}
-	return out, nil
 }
 
 // event tells the TrainJob's owner why it does not start (yet): a Warning

@@ -10,7 +10,9 @@
 //
 //	Ready     allowed; the namespace quota it needs is reserved (the
 //	          QuotaReservation entry the webhook writes for a resume), so
-//	          the resume that follows is allowed.
+//	          the resume that follows is allowed. While Kueue waits for
+//	          other checks, the entry is renewed (renew.go): never Ready
+//	          over a released entry.
 //	Retry     denied only because the namespace's quota is busy now: it
 //	          fits an idle namespace. Kueue releases the ClusterQueue quota
 //	          and requeues the Workload after requeueAfterSeconds.
@@ -19,7 +21,12 @@
 //	          releases its quota; it is not requeued.
 //
 // The message of every state is mpiguard's own text: the denial the webhook
-// would answer the resume with.
+// would answer the resume with. A Workload Kueue cannot place at all,
+// because mpiguard's placement (residency affinity) matches no flavor of
+// its ClusterQueue, gets mpiguard's reason on its Pending check
+// (unplaced.go).
 //
-// decide.go and flavors.go are pure; controller.go observes and writes.
+// decide.go is pure; flavors.go builds the resume as Kueue writes it;
+// controller.go, evaluate.go, renew.go, unplaced.go and status.go observe
+// and write.
 package admissioncheck

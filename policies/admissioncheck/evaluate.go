@@ -36,11 +36,7 @@ func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome
 	case job == nil:
 		return nil, nil, nil
 	}
-	flavors, err := r.flavorsOf(ctx, wl.Status.Admission)
-	if err != nil {
-		return nil, nil, err
-	}
-	placed, err := placements(wl.Status.Admission, flavors)
+	placed, err := placements(ctx, r.client, wl.Status.Admission)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -123,7 +119,7 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 // resume never lands; the webhook replaces it with its own when the resume
 // arrives.
 func (r *Reconciler) entry(req *pipeline.Request, parts []v1alpha1.ReservedPart) v1alpha1.ReservationEntry {
-	now := r.now()
+	now := r.clock.Now()
 	job := req.TrainJob
 	return v1alpha1.ReservationEntry{
 		TrainJob:              job.Name,

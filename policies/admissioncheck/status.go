@@ -16,13 +16,15 @@ import (
 // server-side apply of mpiguard's own entries of status.admissionChecks (a
 // list keyed by name, so other checks' states are untouched), carrying the
 // resourceVersion read, so a Workload that changed since (evicted, its
-// quota released) is not answered on a stale read.
-func (r *Reconciler) setState(ctx context.Context, wl *kueue.Workload, checks []pendingCheck, out Outcome) error {
-	now := metav1.NewTime(r.now())
+// quota released) is not answered on a stale read. lastTransitionTime moves
+// only when the state does, as Kueue's workload.SetAdmissionCheckState
+// keeps it (that package cannot be linked: see placements).
+func (r *Reconciler) setState(ctx context.Context, wl *kueue.Workload, checks []ownCheck, out Outcome) error {
+	now := metav1.NewTime(r.clock.Now())
 	states := make([]any, 0, len(checks))
 	for _, c := range checks {
-		since := now // every check answered was Pending
-		if out.State == kueue.CheckStatePending && !c.since.IsZero() {
+		since := now
+		if c.state == out.State && !c.since.IsZero() {
 			since = c.since
 		}
 		s := map[string]any{"name": string(c.name), "state": string(out.State), "message": out.Message, "lastTransitionTime": since.UTC().Format(time.RFC3339)}

@@ -18,16 +18,21 @@ import (
 // KustomizeBuild renders the kustomization in dir (relative to the
 // repository root) the way `kustomize build` does and returns its objects.
 func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
-	path := filepath.Join(RepoRoot(), dir)
+	return kustomizeBuildPath(filepath.Join(RepoRoot(), dir))
+}
+
+// kustomizeBuildPath is KustomizeBuild of the kustomization at an absolute
+// path (a module's, in the module cache).
+func kustomizeBuildPath(path string) ([]*unstructured.Unstructured, error) {
 	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), path)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		return nil, fmt.Errorf("kustomize build %s: %w", path, err)
 	}
 	out, err := resMap.AsYaml()
 	if err != nil {
 		return nil, err
 	}
-	return decodeObjects(out, "kustomize build "+dir)
+	return decodeObjects(out, "kustomize build "+path)
 }
 
 // decodeObjects reads the objects of a multi-document YAML stream; what names
@@ -59,6 +64,16 @@ func shippedWebhooks() ([]*admissionv1.MutatingWebhookConfiguration, []*admissio
 	if err != nil {
 		return nil, nil, err
 	}
+	mutating, validating, err := webhookConfigurations(objs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kustomize build config/webhook: %w", err)
+	}
+	return mutating, validating, nil
+}
+
+// webhookConfigurations decodes the webhook configurations among objs; it
+// wants at least one of each kind.
+func webhookConfigurations(objs []*unstructured.Unstructured) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
 	var (
 		mutating   []*admissionv1.MutatingWebhookConfiguration
 		validating []*admissionv1.ValidatingWebhookConfiguration
@@ -76,11 +91,11 @@ func shippedWebhooks() ([]*admissionv1.MutatingWebhookConfiguration, []*admissio
 			continue
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, target); err != nil {
-			return nil, nil, fmt.Errorf("kustomize build config/webhook: decoding a %s: %w", u.GetKind(), err)
+			return nil, nil, fmt.Errorf("decoding a %s: %w", u.GetKind(), err)
 		}
 	}
 	if len(mutating) == 0 || len(validating) == 0 {
-		return nil, nil, fmt.Errorf("kustomize build config/webhook renders %d mutating and %d validating webhook configurations; want both", len(mutating), len(validating))
+		return nil, nil, fmt.Errorf("%d mutating and %d validating webhook configurations; want both", len(mutating), len(validating))
 	}
 	return mutating, validating, nil
 }

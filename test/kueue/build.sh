@@ -8,10 +8,10 @@
 # exactly the dependency versions Kueue released with.
 #
 # Usage: build.sh            -> prints the path of the kueue binary
-# Env:   KUEUE_VERSION (default v0.16.1), MPIGUARD_CACHE (default ~/.cache/mpiguard)
+# Env:   KUEUE_VERSION (default: the version go.mod pins), MPIGUARD_CACHE (default ~/.cache/mpiguard)
 set -euo pipefail
 
-KUEUE_VERSION="${KUEUE_VERSION:-v0.16.1}"
+KUEUE_VERSION="${KUEUE_VERSION:-$(cd "$(dirname "$0")/../.." && go list -m -f '{{.Version}}' sigs.k8s.io/kueue)}"
 CACHE="${MPIGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mpiguard}"
 OUT="$CACHE/kueue-${KUEUE_VERSION}"
 BIN="$OUT/kueue"

@@ -8,6 +8,9 @@ import (
 	"github.com/mpiguard/mpiguard/policies/pipeline"
 )
 
+// reinvocationPolicy IfNeeded: Kueue's mutating webhook (v0.17+) also acts
+// on every create (it suspends the job and adds its runtime patch); if it
+// runs after mpiguard's, mpiguard runs again on its result (docs/kueue.md).
 // +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=mtrainjob.mpiguard.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded
 
 // Mutator is the mutating TrainJob webhook: it applies the policies' mutations

@@ -4,20 +4,25 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/policies/admissioncheck"
+	"github.com/mpiguard/mpiguard/policies/engine"
+	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -33,8 +38,13 @@ const (
 	// plainQueue offers eu-west-1 without mpiguard's check: what a cluster
 	// that never wired it gets (only the webhooks judge Kueue's resume).
 	plainQueue = "cq-plain"
-	runtime    = "kueue-gpu-workers"
-	queueLabel = "kueue.x-k8s.io/queue-name"
+	// waitingQueue offers eu-west-1 behind mpiguard's check and
+	// otherCheck, which nobody answers unless a spec does (setOtherCheck):
+	// Kueue waits for it after mpiguard's is Ready.
+	waitingQueue = "cq-waiting"
+	otherCheck   = "other"
+	runtime      = "kueue-gpu-workers"
+	queueLabel   = "kueue.x-k8s.io/queue-name"
 	// euZone is the namespace label of the data-residency policy's "eu"
 	// zone (eu-west-1, eu-central-1).
 	zoneLabel = "mpiguard.io/data-residency"
@@ -47,24 +57,18 @@ func createKueueSetup(ctx context.Context) {
 		Spec:       kueue.AdmissionCheckSpec{ControllerName: admissioncheck.ControllerName},
 	})).To(Succeed())
 	for queue, region := range map[string]string{euQueue: "eu-west-1", usQueue: "us-east-1"} {
-		flavor := queue + "-" + region
-		Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
-			ObjectMeta: metav1.ObjectMeta{Name: flavor},
-			Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: region}},
-		})).To(Succeed())
-		Expect(env.Client.Create(ctx, clusterQueue(queue, flavor))).To(Succeed())
+		Expect(env.Client.Create(ctx, clusterQueue(queue, regionFlavor(ctx, queue, region)))).To(Succeed())
 	}
-	plainFlavor := plainQueue + "-eu-west-1"
-	Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
-		ObjectMeta: metav1.ObjectMeta{Name: plainFlavor},
-		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: "eu-west-1"}},
-	})).To(Succeed())
-	plain := clusterQueue(plainQueue, plainFlavor)
+	plain := clusterQueue(plainQueue, regionFlavor(ctx, plainQueue, "eu-west-1"))
 	plain.Spec.AdmissionChecksStrategy = nil
 	Expect(env.Client.Create(ctx, plain)).To(Succeed())
+	createOtherCheck(ctx)
+	waiting := clusterQueue(waitingQueue, regionFlavor(ctx, waitingQueue, "eu-west-1"))
+	waiting.Spec.AdmissionChecksStrategy.AdmissionChecks = append(waiting.Spec.AdmissionChecksStrategy.AdmissionChecks, kueue.AdmissionCheckStrategyRule{Name: otherCheck})
+	Expect(env.Client.Create(ctx, waiting)).To(Succeed())
 	// Kueue admits through a ClusterQueue only while every check it names
-	// is Active: mpiguard says so.
-	for _, queue := range []string{euQueue, usQueue, plainQueue} {
+	// is Active: mpiguard says so for its own.
+	for _, queue := range []string{euQueue, usQueue, plainQueue, waitingQueue} {
 		Eventually(func(g Gomega) {
 			cq := &kueue.ClusterQueue{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: queue}, cq)).To(Succeed())
@@ -72,6 +76,62 @@ func createKueueSetup(ctx context.Context) {
 		}).Should(Succeed())
 	}
 	env.CreateClusterRuntime(ctx, fixtures.GPUWorkersRuntime(runtime, "4").Cluster())
+}
+
+// regionFlavor creates the ResourceFlavor of queue's nodes in region, and
+// returns its name.
+func regionFlavor(ctx context.Context, queue, region string) string {
+	GinkgoHelper()
+	name := queue + "-" + region
+	Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{regionKey: region}},
+	})).To(Succeed())
+	return name
+}
+
+// otherController plays the controller of otherCheck: another check a
+// ClusterQueue may require next to mpiguard's (a provisioning request, say).
+const otherController = "example.com/other"
+
+// createOtherCheck creates otherCheck, Active as its controller would mark it.
+func createOtherCheck(ctx context.Context) {
+	GinkgoHelper()
+	Expect(env.Client.Create(ctx, &kueue.AdmissionCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: otherCheck},
+		Spec:       kueue.AdmissionCheckSpec{ControllerName: otherController},
+	})).To(Succeed())
+	ac := &kueue.AdmissionCheck{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: otherCheck}, ac)).To(Succeed())
+	meta.SetStatusCondition(&ac.Status.Conditions, metav1.Condition{Type: kueue.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active", Message: "the spec answers it"})
+	Expect(env.Client.Status().Update(ctx, ac)).To(Succeed())
+}
+
+// setOtherCheck sets otherCheck's state on wl, as its controller would
+// (server-side apply of its own entry of status.admissionChecks).
+func setOtherCheck(ctx context.Context, wl *kueue.Workload, state kueue.CheckState) {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kueue.GroupVersion.String(),
+		"kind":       "Workload",
+		"metadata":   map[string]any{"name": wl.Name, "namespace": wl.Namespace},
+		"status": map[string]any{"admissionChecks": []any{map[string]any{
+			"name": otherCheck, "state": string(state), "message": "answered by the spec",
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+		}}},
+	}}
+	Expect(env.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(otherController), client.ForceOwnership)).To(Succeed())
+}
+
+// held says whether the namespace's QuotaReservation has an entry of job.
+func held(ctx context.Context, g Gomega, job *trainer.TrainJob) bool {
+	res := &quotav1alpha1.QuotaReservation{}
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: job.Namespace}, res)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return slices.ContainsFunc(res.Spec.Entries, func(e quotav1alpha1.ReservationEntry) bool { return e.TrainJob == job.Name })
 }
 
 // clusterQueue requires mpiguard's check and offers 64 CPUs, 256Gi and 64
@@ -113,12 +173,20 @@ func queuedNamespace(ctx context.Context, queue, gpus, used string) string {
 }
 
 // submit creates an 8-GPU MPI TrainJob (1 Launcher + 2 Workers x 4 GPUs)
-// queued to the namespace's LocalQueue, suspended, as Kueue's webhook
-// leaves a queued job (it is not registered here).
+// queued to the namespace's LocalQueue, as a user does: not suspended.
+// Kueue's mutating webhook suspends it and adds its runtime patch, and
+// mpiguard's adds its own; the stored job has both.
 func submit(ctx context.Context, ns, name string) *trainer.TrainJob {
 	GinkgoHelper()
-	job := fixtures.TrainJob(ns, name, runtime).NumNodes(2).NumProcPerNode(4).Suspend(true).Label(queueLabel, "queue").Obj()
+	job := fixtures.TrainJob(ns, name, runtime).NumNodes(2).NumProcPerNode(4).Label(queueLabel, "queue").Obj()
 	Expect(env.Client.Create(ctx, job)).To(Succeed())
+	stored := get(ctx, job)
+	Expect(ptr.Deref(stored.Spec.Suspend, false)).To(BeTrue(), "Kueue's webhook suspends a queued job")
+	var managers []string
+	for _, p := range stored.Spec.RuntimePatches {
+		managers = append(managers, p.Manager)
+	}
+	Expect(managers).To(ContainElements(admissioncheck.KueueManager, engine.AdmissionManager), "both webhooks' runtime patches on create")
 	return job
 }
 

@@ -50,10 +50,36 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 		Expect(env.ReservedJobs(ctx, ns)).To(ConsistOf("fits"))
 	})
 
-	It("rejects a job whose flavor is outside the namespace's residency zone, with mpiguard's reason, and Kueue releases its quota", func(ctx context.Context) {
-		// An "eu" namespace queued to the ClusterQueue of the us-east-1 flavor.
+	It("explains a job Kueue cannot place because its residency excludes every flavor of its ClusterQueue: mpiguard's reason on the check and the TrainJob", func(ctx context.Context) {
+		// An "eu" namespace queued to the ClusterQueue of the us-east-1
+		// flavor. Kueue v0.17 sees mpiguard's residency affinity in the pod
+		// sets and never reserves the flavor, so the check is never offered.
 		ns := queuedNamespace(ctx, usQueue, "", "")
 		job := submit(ctx, ns, "wrong-region")
+
+		reason := And(ContainSubstring("[data-residency]"), ContainSubstring("us-east-1"), ContainSubstring(`zone "eu"`))
+		By("mpiguard's reason is on the check, which stays Pending: Kueue holds no quota for it")
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			s := check(g, wl)
+			g.Expect(s.State).To(Equal(kueue.CheckStatePending), describe(wl))
+			g.Expect(s.Message).To(And(reason, ContainSubstring("Kueue cannot place this job"), ContainSubstring(usQueue)), describe(wl))
+			g.Expect(wl.Status.Admission).To(BeNil(), describe(wl))
+			gpus, reserving := clusterQueueUsage(ctx, g, usQueue)
+			g.Expect(gpus).To(Equal("0"))
+			g.Expect(reserving).To(BeZero())
+		}).Should(Succeed())
+		By("and on the TrainJob (kubectl describe)")
+		Eventually(func(g Gomega) []string {
+			return warnings(ctx, g, job, admissioncheck.ReasonUnplaceable)
+		}).Should(ContainElement(reason))
+		Expect(running(ctx, job)).To(BeFalse())
+	})
+
+	It("rejects a job larger than the namespace's whole ResourceQuota, with mpiguard's reason, and Kueue releases its quota", func(ctx context.Context) {
+		// 8 GPUs asked, 4 in the quota even when idle: waiting cannot help.
+		ns := queuedNamespace(ctx, euQueue, "4", "0")
+		job := submit(ctx, ns, "too-large")
 
 		By("Kueue acts on Rejected: it deactivates the Workload, evicts it and releases its ClusterQueue quota")
 		var wl *kueue.Workload
@@ -61,14 +87,11 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 			wl = workloadOf(ctx, g, job)
 			g.Expect(ptr.Deref(wl.Spec.Active, true)).To(BeFalse(), describe(wl))
 			g.Expect(wl.Status.Admission).To(BeNil(), describe(wl))
-			gpus, reserving := clusterQueueUsage(ctx, g, usQueue)
-			g.Expect(gpus).To(Equal("0"))
-			g.Expect(reserving).To(BeZero())
 		}).Should(Succeed())
 		Expect(running(ctx, job)).To(BeFalse())
 
 		By("mpiguard's reason is on the check (Kueue's eviction reset it to Pending), in Kueue's event, and on the TrainJob")
-		reason := And(ContainSubstring("[data-residency]"), ContainSubstring("us-east-1"), ContainSubstring(`zone "eu"`))
+		reason := ContainSubstring("[aggregate-quota]")
 		Eventually(func(g Gomega) {
 			wl := workloadOf(ctx, g, job)
 			s := check(g, wl)
@@ -108,6 +131,39 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 			g.Expect(check(g, wl).State).To(Equal(kueue.CheckStateReady), describe(wl))
 			g.Expect(running(ctx, job)).To(BeTrue())
 		}).Should(Succeed())
+	})
+
+	It("keeps the quota of a job it said Ready for while another check keeps Kueue waiting past the reservation grace", func(ctx context.Context) {
+		ns := queuedNamespace(ctx, waitingQueue, "8", "0")
+		job := submit(ctx, ns, "waits-for-other")
+
+		By("mpiguard's check is Ready; the other check keeps the Workload from being admitted")
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			g.Expect(check(g, wl).State).To(Equal(kueue.CheckStateReady), describe(wl))
+			g.Expect(held(ctx, g, job)).To(BeTrue(), "the quota it needs is reserved")
+		}).Should(Succeed())
+
+		By("for three graces: the check stays Ready and the quota stays held")
+		Consistently(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted)).To(BeFalse(), describe(wl))
+			g.Expect(check(g, wl).State).To(Equal(kueue.CheckStateReady), describe(wl))
+			g.Expect(held(ctx, g, job)).To(BeTrue(), "the check is Ready over a released reservation")
+		}, 3*reservationGrace, reservationGrace/6).Should(Succeed())
+
+		By("a second job that fits only without the first one's quota must wait")
+		second := submit(ctx, ns, "after-grace")
+		Eventually(func(g Gomega) []string {
+			return warnings(ctx, g, second, admissioncheck.ReasonRetry)
+		}).Should(ContainElement(ContainSubstring("[aggregate-quota]")))
+
+		By("the other check says Ready: Kueue admits the first job and resumes it")
+		var wl *kueue.Workload
+		Eventually(func(g Gomega) { wl = workloadOf(ctx, g, job) }).Should(Succeed())
+		setOtherCheck(ctx, wl, kueue.CheckStateReady)
+		Eventually(func() bool { return running(ctx, job) }).Should(BeTrue())
+		Expect(running(ctx, second)).To(BeFalse())
 	})
 
 	It("runs exactly one of two jobs whose sum exceeds the namespace's ResourceQuota", func(ctx context.Context) {

@@ -1,5 +1,6 @@
 // Package kueue tests mpiguard as a Kueue AdmissionCheck against a real
-// Kueue (built from the module go.mod pins, test/kueue/build.sh), the real
+// Kueue (built from the module go.mod pins, test/kueue/build.sh; v0.17.0,
+// with its webhooks registered as an install does), the real
 // Trainer controller, and mpiguard as it ships: two replicas behind one
 // webhook endpoint. Kueue admits a TrainJob by writing it back, resumed; the
 // specs prove that mpiguard's check decides that resume beforehand, with the
@@ -19,6 +20,10 @@ import (
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
+// reservationGrace is how long a reservation is taken on trust before its
+// resume must land (--reservation-grace).
+const reservationGrace = 5 * time.Second
+
 var (
 	env *framework.Env
 	kq  *framework.Kueue
@@ -37,6 +42,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// short, so a spec sees the retry that room in the quota lets through.
 	components.KueueAdmissionCheck.RetryBackoff = time.Second
 	components.KueueAdmissionCheck.MaxRetryBackoff = 2 * time.Second
+	// Short, so a spec sees a Workload wait past it.
+	components.Policies.ReservationGrace = reservationGrace
 	env = framework.StartSuite(context.Background(), framework.Options{
 		Name: "kueue", Replicas: 2, Components: &components,
 		ExtraCRDDirs: []string{crds},
