@@ -126,7 +126,7 @@ func memoryQuota(hard, used string) *corev1.ResourceQuota {
 func holder(name string, pods int32, per string) Holder {
 	return Holder{TrainJob: name, Parts: []v1alpha1.ReservedPart{{
 		ReplicatedJob: "node", Pods: pods,
-		PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per), "memory": resource.MustParse(per), "pods": resource.MustParse("1")},
+		PodShape: v1alpha1.PodShape{PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per), "memory": resource.MustParse(per), "pods": resource.MustParse("1")}},
 	}}}
 }
 
@@ -216,7 +216,7 @@ func TestChargeAgainstTodaysQuota(t *testing.T) {
 	gpus := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse(n), "pods": resource.MustParse("1")}
 	}
-	part := v1alpha1.ReservedPart{ReplicatedJob: "node", Pods: 2, PerPod: gpus("8"), Scope: v1alpha1.PodScope{PriorityClassName: "high"}}
+	part := v1alpha1.ReservedPart{ReplicatedJob: "node", Pods: 2, PodShape: v1alpha1.PodShape{PerPod: gpus("8"), Scope: v1alpha1.PodScope{PriorityClassName: "high"}}}
 	quotaOf := func(name string, hard corev1.ResourceList, scope *corev1.ScopeSelector) *corev1.ResourceQuota {
 		return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: hard, ScopeSelector: scope}}
 	}
@@ -241,10 +241,10 @@ func TestChargeAgainstTodaysQuota(t *testing.T) {
 			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("2")},
 		},
 		"standard names read through the canonical ones an entry keeps": {
-			parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 2, PerPod: Canonical(corev1.ResourceList{
+			parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 2, PodShape: v1alpha1.PodShape{PerPod: Canonical(corev1.ResourceList{
 				"pods": resource.MustParse("1"), "count/pods": resource.MustParse("1"),
 				"cpu": resource.MustParse("4"), "requests.cpu": resource.MustParse("4"),
-			})}},
+			})}}},
 			q:    quotaOf("std", corev1.ResourceList{"cpu": resource.MustParse("100"), "count/pods": resource.MustParse("10")}, nil),
 			want: corev1.ResourceList{"cpu": resource.MustParse("8"), "count/pods": resource.MustParse("2")},
 		},

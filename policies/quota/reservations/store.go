@@ -57,7 +57,7 @@ func NewStore(cache, live client.Reader, writer client.Writer, namespace string)
 
 // Get returns the QuotaReservation of a governed namespace: from the cache or
 // this process's last write, whichever is newer, or from the apiserver when
-// live. A namespace without one gets an empty object with no resourceVersion
+// live, with every part's pod shape inline. A namespace without one gets an empty object with no resourceVersion
 // (Record then creates it).
 func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error) {
 	key := client.ObjectKey{Namespace: s.Namespace, Name: namespace}
@@ -73,14 +73,14 @@ func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1
 	case err != nil:
 		return nil, fmt.Errorf("reading QuotaReservation %s: %w", key, err)
 	}
-	if live {
-		return got, nil
+	if !live {
+		s.mu.Lock()
+		if mine := s.last[namespace]; mine != nil && newer(mine.ResourceVersion, got.ResourceVersion) {
+			got = mine.DeepCopy()
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if mine := s.last[namespace]; mine != nil && newer(mine.ResourceVersion, got.ResourceVersion) {
-		return mine.DeepCopy(), nil
-	}
+	expand(got) // every part inline for the readers (shapes.go)
 	return got, nil
 }
 
@@ -110,8 +110,10 @@ func newer(a, b string) bool {
 func (s *Store) Put(ctx context.Context, res *v1alpha1.QuotaReservation, entries ...v1alpha1.ReservationEntry) error {
 	out := res.DeepCopy()
 	for _, e := range entries {
-		out.Spec.Entries = append(withoutJob(out.Spec.Entries, e.TrainJob, e.UID), e)
+		// A copy: compact rewrites the parts, which the caller may still hold.
+		out.Spec.Entries = append(withoutJob(out.Spec.Entries, e.TrainJob, e.UID), *e.DeepCopy())
 	}
+	compact(out)
 	var err error
 	if out.ResourceVersion == "" {
 		err = s.writer.Create(ctx, out)

@@ -41,6 +41,13 @@ type QuotaReservationSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
+	// podShapes are what one pod counts for quota and what quota scopes
+	// select it by, each once: parts refer to them by index (shape), so a
+	// namespace of many like jobs (one runtime's) stores their pods' usage
+	// once, not once per entry; every write replaces the object whole.
+	// +listType=atomic
+	// +optional
+	PodShapes []PodShape `json:"podShapes,omitempty"`
 	// entries, one per TrainJob name. An atomic list: mpiguard replaces it
 	// whole on every write (with the resourceVersion it read), and per-entry
 	// field ownership would make every write of a large namespace's object
@@ -88,22 +95,34 @@ type ReservedPart struct {
 	// pods is how many pods it creates.
 	// +kubebuilder:validation:Minimum=0
 	Pods int32 `json:"pods"`
-	// perPod is what one of its pods counts for quota: the apiserver's pod
-	// evaluator's usage (pods, requests.*, limits.*, cpu, memory, ...). Each
-	// quota decision charges it against the ResourceQuotas that exist then,
-	// so a quota created or changed while the job waits for its pods counts
-	// it too.
+	// shape is the index in spec.podShapes of what one of its pods counts
+	// for quota. mpiguard writes it in place of perPod and scope, and reads
+	// it back into them.
+	// +kubebuilder:validation:Minimum=0
 	// +optional
-	PerPod corev1.ResourceList `json:"perPod,omitempty"`
-	// scope is what quota scopes select its pods by.
-	// +optional
-	Scope PodScope `json:"scope,omitempty"`
+	Shape *int32 `json:"shape,omitempty"`
+	// PodShape, inline: what one of its pods counts for quota (perPod) and
+	// what quota scopes select it by (scope). Each quota decision charges it
+	// against the ResourceQuotas that exist then, so a quota created or
+	// changed while the job waits for its pods counts it too.
+	PodShape `json:",inline"`
 	// quotas is what entries written by mpiguard before perPod held: one
 	// pod's charge per ResourceQuota, frozen at admission. Read only when
 	// perPod is empty (entries written before an upgrade); never written.
 	// +listType=atomic
 	// +optional
 	Quotas []QuotaCharge `json:"quotas,omitempty"`
+}
+
+// PodShape is what one pod counts for quota.
+type PodShape struct {
+	// perPod is the pod's usage as the apiserver's pod quota evaluator
+	// counts it, by its canonical names (pods, requests.*, limits.*).
+	// +optional
+	PerPod corev1.ResourceList `json:"perPod,omitempty"`
+	// scope is what quota scopes select the pod by.
+	// +optional
+	Scope PodScope `json:"scope,omitempty"`
 }
 
 // PodScope is what ResourceQuota scopes select a pod by.
