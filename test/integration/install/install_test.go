@@ -340,6 +340,38 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		}
 	})
 
+	It("the restore command of docs/operations.md re-applies config/default with the image that runs, not the default one", func(ctx context.Context) {
+		cmds := documentedCommands("docs/operations.md", "Restoring the webhooks")
+		Expect(cmds).To(HaveLen(2), "docs/operations.md \"Restoring the webhooks\": the running image read into img, then make deploy")
+		deploy := commandsFor(cmds, "deploy")
+		Expect(deploy).To(HaveLen(1), "docs/operations.md \"Restoring the webhooks\" shows no `make deploy`")
+		needKubectl()
+
+		const running = "registry.example.com/mpiguard:v0.0.9"
+		By("a cluster that runs mpiguard with an image of its own, " + running)
+		ensureNamespace(ctx)
+		installed := build("config/default")
+		for _, o := range installed {
+			if o.GetKind() == "Deployment" && o.GetName() == "mpiguard-controller" {
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				for _, c := range containers {
+					if c.(map[string]any)["name"] == "mpiguard" {
+						c.(map[string]any)["image"] = running
+					}
+				}
+				Expect(unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")).To(Succeed())
+			}
+		}
+		apply(ctx, installed)
+
+		By("what the documented lines apply is config/default with that image")
+		printed := strings.Replace(deploy[0], "make deploy", "make --no-print-directory install-yaml", 1)
+		expectImageOnly(decodeYAML(run(ctx, cmds[0]+"\n"+printed)), build("config/default"), running)
+
+		By("running them: " + strings.Join(cmds, "; "))
+		Expect(objectsIn(run(ctx, cmds[0]+"\n"+deploy[0]+" DRY_RUN=server"), appliedLine)).To(ConsistOf(keys(installed)))
+	})
+
 	It("changed no file of config/, docs/ or the README, so make verify stays clean", func() {
 		Expect(treeHash()).To(Equal(before))
 	})
