@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -70,7 +72,7 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file or directory to read, - for stdin (repeatable)")
-	f.StringVar(&o.policies, "policies", "", "directory of Rego policies to use instead of the embedded ones (its parameters.yaml, if any, is used)")
+	f.StringVar(&o.policies, "policies", "", policiesFlagUsage)
 	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
 	f.BoolVar(&o.showPatches, "show-patches", false, "also print the mutations admission would apply")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -162,22 +164,30 @@ func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (
 	return &offline.Evaluator{Engine: eng, Renderer: rnd, User: user}, nil
 }
 
-// policySetFromFlags returns the embedded policy set, or the one of --policies,
-// with the parameters of --parameters when given.
+// policySetFromFlags returns the embedded policy set with the policies of
+// --policies laid over it, as the ConfigMaps are at run time (a module in the
+// package of an embedded policy replaces that policy, any other adds one; its
+// parameters.yaml is merged over the embedded one); --parameters, when given,
+// replaces the parameters as a whole.
 func policySetFromFlags(dir, parametersFile string) (engine.PolicySet, error) {
-	var set engine.PolicySet
-	var err error
-	if dir == "" {
-		set, err = engine.DefaultPolicySet()
-	} else {
-		params := ""
-		if _, statErr := os.Stat(dir + "/parameters.yaml"); statErr == nil {
-			params = "parameters.yaml"
-		}
-		set, err = engine.LoadPolicySet(os.DirFS(dir), params)
-	}
+	set, err := engine.DefaultPolicySet()
 	if err != nil {
 		return engine.PolicySet{}, err
+	}
+	if dir != "" {
+		own, err := loadPolicyDir(dir)
+		if err != nil {
+			return engine.PolicySet{}, err
+		}
+		// Named by their path, so that a compile error names the user's file.
+		modules := map[string]string{}
+		for name, src := range own.Modules {
+			modules[filepath.Join(dir, name)] = src
+		}
+		if set, err = set.Overlay(modules, own.Parameters); err != nil {
+			return engine.PolicySet{}, err
+		}
+		maps.Copy(set.Schemas, own.Schemas)
 	}
 	if parametersFile != "" {
 		data, err := os.ReadFile(parametersFile)
@@ -187,6 +197,22 @@ func policySetFromFlags(dir, parametersFile string) (engine.PolicySet, error) {
 		if set.Parameters, err = engine.ParseParameters(data); err != nil {
 			return engine.PolicySet{}, fmt.Errorf("%s: %w", parametersFile, err)
 		}
+	}
+	return set, nil
+}
+
+const policiesFlagUsage = "directory of Rego policies laid over the embedded ones: a policy of the same package replaces an embedded one, others are added (its parameters.yaml, if any, is merged over the embedded parameters)"
+
+// loadPolicyDir reads the policies tree of --policies: its modules, schemas
+// and parameters.yaml, if any.
+func loadPolicyDir(dir string) (engine.PolicySet, error) {
+	params := ""
+	if _, err := os.Stat(filepath.Join(dir, "parameters.yaml")); err == nil {
+		params = "parameters.yaml"
+	}
+	set, err := engine.LoadPolicySet(os.DirFS(dir), params)
+	if err != nil {
+		return engine.PolicySet{}, fmt.Errorf("--policies %s: %w", dir, err)
 	}
 	return set, nil
 }
