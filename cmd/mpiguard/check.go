@@ -31,6 +31,7 @@ type checkOptions struct {
 	liveFlags
 	fromCluster bool
 	files       []string
+	eachFile    bool
 	policies    string
 	parameters  string
 	showPatches bool
@@ -60,10 +61,16 @@ TrainJob without a namespace is in the context's namespace, as with kubectl.
 The policies are the embedded ones (or --policies/--parameters), not the ones
 a running mpiguard loaded from its ConfigMaps.
 
+With --each-file every file read (each file of a directory, standard input)
+is a cluster of its own and its TrainJobs are judged in it alone, as the
+policies' samples are written (policies/<policy>/samples/: each file a complete
+cluster). Without it, all files form one cluster, and an object in two files
+(the Namespace "team-a" of two samples) is an error.
+
 Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 		Example: `  mpiguard check -f cluster.yaml -f jobs/
   kubectl get trainjob my-job -o yaml | mpiguard check -f cluster/ -f -
-  mpiguard check -f samples/ --show-patches -o json
+  mpiguard check -f policies/max-duration/samples/ --each-file --show-patches -o json
   mpiguard check --from-cluster -f my-trainjob.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,6 +81,7 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file or directory to read, - for stdin (repeatable)")
 	f.StringVar(&o.policies, "policies", "", policiesFlagUsage)
 	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
+	f.BoolVar(&o.eachFile, "each-file", false, "judge every file as a cluster of its own (a folder of samples), not all files as one cluster")
 	f.BoolVar(&o.showPatches, "show-patches", false, "also print the mutations admission would apply")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.BoolVar(&o.fromCluster, "from-cluster", false, "judge the TrainJobs in the live cluster kubectl would talk to, not in the documents given")
@@ -89,16 +97,18 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if o.output != "text" && o.output != "json" {
 		return &exitError{2, fmt.Errorf("--output %q: want text or json", o.output)}
 	}
-	cluster := offline.NewCluster()
-	for _, f := range o.files {
-		if err := cluster.ReadPath(f, stdin); err != nil {
-			return &exitError{2, err}
+	clusters, err := o.read(stdin)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	jobs := 0
+	for _, cluster := range clusters {
+		for _, ignored := range cluster.Ignored {
+			fmt.Fprintf(stderr, "note: ignored %s (no decision depends on this kind)\n", ignored)
 		}
+		jobs += len(cluster.TrainJobs)
 	}
-	for _, ignored := range cluster.Ignored {
-		fmt.Fprintf(stderr, "note: ignored %s (no decision depends on this kind)\n", ignored)
-	}
-	if len(cluster.TrainJobs) == 0 {
+	if jobs == 0 {
 		return &exitError{2, errors.New("no TrainJob found in the input")}
 	}
 	ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-check")
@@ -106,18 +116,26 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{2, err}
 	}
 	var results []offline.Result
-	if o.fromCluster {
-		results, err = o.checkInCluster(ctx, ev, cluster, stderr)
-	} else {
-		results, err = ev.Evaluate(ctx, cluster)
-	}
-	if err != nil {
-		return &exitError{2, err}
+	var sources []string // with --each-file, each result's file, for the text output's headings
+	for _, cluster := range clusters {
+		var got []offline.Result
+		if o.fromCluster {
+			got, err = o.checkInCluster(ctx, ev, cluster, stderr)
+		} else {
+			got, err = ev.Evaluate(ctx, cluster)
+		}
+		if err != nil {
+			return &exitError{2, err}
+		}
+		results = append(results, got...)
+		for range got {
+			sources = append(sources, cluster.Source)
+		}
 	}
 	if o.output == "json" {
 		err = offline.WriteJSON(stdout, results)
 	} else {
-		err = offline.WriteText(stdout, results, o.showPatches)
+		err = writeText(stdout, results, sources, o.eachFile, o.showPatches)
 	}
 	if err != nil {
 		return &exitError{2, err}
@@ -126,6 +144,70 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code])}
 	}
 	return nil
+}
+
+// writeText writes the results as text, with --each-file under a heading
+// naming each cluster's file.
+func writeText(w io.Writer, results []offline.Result, sources []string, eachFile, showPatches bool) error {
+	if !eachFile {
+		return offline.WriteText(w, results, showPatches)
+	}
+	for i := 0; i < len(results); {
+		j := i
+		for j < len(results) && sources[j] == sources[i] {
+			j++
+		}
+		if _, err := fmt.Fprintf(w, "== %s\n", sources[i]); err != nil {
+			return err
+		}
+		if err := offline.WriteText(w, results[i:j], showPatches); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// read reads the documents of -f: one cluster, or with --each-file one per
+// file (standard input is one file).
+func (o checkOptions) read(stdin io.Reader) ([]*offline.Cluster, error) {
+	if !o.eachFile {
+		cluster := offline.NewCluster()
+		for _, f := range o.files {
+			if err := cluster.ReadPath(f, stdin); err != nil {
+				if errors.Is(err, offline.ErrDuplicate) {
+					err = fmt.Errorf("%w (if each file is a cluster of its own, as policy samples are, add --each-file)", err)
+				}
+				return nil, err
+			}
+		}
+		return []*offline.Cluster{cluster}, nil
+	}
+	var clusters []*offline.Cluster
+	for _, f := range o.files {
+		if f == "-" {
+			cluster := offline.NewCluster()
+			cluster.Source = "<stdin>"
+			if err := cluster.ReadPath(f, stdin); err != nil {
+				return nil, err
+			}
+			clusters = append(clusters, cluster)
+			continue
+		}
+		files, err := offline.Files(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, file := range files {
+			cluster := offline.NewCluster()
+			cluster.Source = file
+			if err := cluster.ReadFile(file); err != nil {
+				return nil, err
+			}
+			clusters = append(clusters, cluster)
+		}
+	}
+	return clusters, nil
 }
 
 // checkInCluster judges the input's TrainJobs in the live cluster.
