@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/offline"
 	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
 func init() { registerSubcommand(newCheckCommand) }
@@ -46,7 +48,10 @@ func newCheckCommand() *cobra.Command {
 		Long: `check reads manifests (multi-document YAML or JSON; a directory is read
 recursively; "-" is standard input). Together they form the cluster: Namespaces,
 ResourceQuotas (their status.used honoured), LimitRanges, RuntimeClasses,
-ClusterTrainingRuntimes and TrainingRuntimes. Every TrainJob among them is
+ClusterTrainingRuntimes and TrainingRuntimes; mpiguard's curated runtimes
+(mpiguard-openmpi, ...) are there too unless the documents define one of the
+same name, as mpiguard publishes them in every cluster (a note says when one
+is used). Every TrainJob among them is
 evaluated as a CREATE in that context, with the same renderer, engine and
 policies as the webhooks (the same pipeline function): mutated first, then
 validated. TrainJobs earlier in the input that admission lets through and that
@@ -115,6 +120,11 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if err != nil {
 		return &exitError{2, err}
 	}
+	if !o.fromCluster {
+		if err := withCurated(clusters); err != nil {
+			return &exitError{2, err}
+		}
+	}
 	var results []offline.Result
 	var sources []string // with --each-file, each result's file, for the text output's headings
 	for _, cluster := range clusters {
@@ -126,6 +136,9 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		}
 		if err != nil {
 			return &exitError{2, err}
+		}
+		for _, name := range cluster.CuratedUsed {
+			fmt.Fprintf(stderr, "note: ClusterTrainingRuntime %q is not among the documents read: the curated one this binary publishes (runtimes/catalog, as on Kubernetes) is used\n", name)
 		}
 		results = append(results, got...)
 		for range got {
@@ -142,6 +155,23 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	}
 	if code := offline.ExitCode(results); code != 0 {
 		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code])}
+	}
+	return nil
+}
+
+// withCurated lets the TrainJobs of every cluster name a curated runtime
+// without the documents defining it: mpiguard's controller publishes them in
+// every cluster.
+func withCurated(clusters []*offline.Cluster) error {
+	curated, err := catalog.Load()
+	if err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		c.Curated = map[string]*trainer.ClusterTrainingRuntime{}
+		for _, rt := range curated {
+			c.Curated[rt.Name] = rt.DeepCopy()
+		}
 	}
 	return nil
 }

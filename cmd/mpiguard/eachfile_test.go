@@ -56,3 +56,21 @@ func TestCheckSamplesAsOneClusterNamesEachFile(t *testing.T) {
 		t.Errorf("exit %d, error %v: want 2, a duplicate that names --each-file", exitOf(err), err)
 	}
 }
+
+// A TrainJob naming a curated runtime checks without the runtime among the
+// documents, with a note that the embedded one was used.
+func TestCheckCuratedRuntimeByName(t *testing.T) {
+	const job = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: mnist, namespace: team-a}\n" +
+		"spec: {runtimeRef: {name: mpiguard-openmpi}, trainer: {numNodes: 4, numProcPerNode: 2, resourcesPerNode: {limits: {nvidia.com/gpu: 2}}}}\n"
+	var out, stderr bytes.Buffer
+	err := runCheck(context.Background(), checkOptions{files: []string{"-"}, output: "text"}, strings.NewReader(job), &out, &stderr)
+	if err != nil {
+		t.Fatalf("exit %d: %v\n%s", exitOf(err), err, out.String())
+	}
+	if got, want := out.String(), "TrainJob team-a/mnist: ALLOWED\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+	if want := `note: ClusterTrainingRuntime "mpiguard-openmpi" is not among the documents read: the curated one`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q does not contain %q", stderr.String(), want)
+	}
+}

@@ -38,6 +38,13 @@ type Cluster struct {
 	// Runtimes are keyed "namespace/name".
 	Runtimes  map[string]*trainer.TrainingRuntime
 	TrainJobs []SourcedTrainJob
+	// Curated are ClusterTrainingRuntimes a TrainJob may name without the
+	// documents defining them, by name (check: mpiguard's curated runtimes,
+	// which its controller publishes in every cluster); a runtime of the
+	// documents of the same name comes first. CuratedUsed lists the names a
+	// TrainJob took from Curated.
+	Curated     map[string]*trainer.ClusterTrainingRuntime
+	CuratedUsed []string
 	// Source names the file the cluster was read from, when it is one file
 	// (check --each-file); empty otherwise.
 	Source string
