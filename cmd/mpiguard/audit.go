@@ -62,7 +62,7 @@ read or an object could not be judged.`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVar(&o.showPass, "show-pass", false, "also list passing results in the table")
 	f.StringVar(&o.policies, "policies", "", policiesFlagUsage)
-	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
+	f.StringVar(&o.parameters, "parameters", "", parametersFlagUsage)
 	return cmd
 }
 

@@ -85,7 +85,7 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file or directory to read, - for stdin (repeatable)")
 	f.StringVar(&o.policies, "policies", "", policiesFlagUsage)
-	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
+	f.StringVar(&o.parameters, "parameters", "", parametersFlagUsage)
 	f.BoolVar(&o.eachFile, "each-file", false, "judge every file as a cluster of its own (a folder of samples), not all files as one cluster")
 	f.BoolVar(&o.showPatches, "show-patches", false, "also print the mutations admission would apply")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -279,8 +279,8 @@ func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (
 // policySetFromFlags returns the embedded policy set with the policies of
 // --policies laid over it, as the ConfigMaps are at run time (a module in the
 // package of an embedded policy replaces that policy, any other adds one; its
-// parameters.yaml is merged over the embedded one); --parameters, when given,
-// replaces the parameters as a whole.
+// parameters.yaml is merged over the embedded one), and the parameters of
+// --parameters merged over those, as the parameters ConfigMap is.
 func policySetFromFlags(dir, parametersFile string) (engine.PolicySet, error) {
 	set, err := engine.DefaultPolicySet()
 	if err != nil {
@@ -306,12 +306,16 @@ func policySetFromFlags(dir, parametersFile string) (engine.PolicySet, error) {
 		if err != nil {
 			return engine.PolicySet{}, err
 		}
-		if set.Parameters, err = engine.ParseParameters(data); err != nil {
+		params, err := engine.ParseParameters(data)
+		if err != nil {
 			return engine.PolicySet{}, fmt.Errorf("%s: %w", parametersFile, err)
 		}
+		set.Parameters = set.Parameters.Merge(params)
 	}
 	return set, nil
 }
+
+const parametersFlagUsage = "parameters YAML merged over the embedded parameters, as the parameters ConfigMap is (exemptNamespaces add to the defaults unless replaceExemptNamespaces: true)"
 
 const policiesFlagUsage = "directory of Rego policies laid over the embedded ones: a policy of the same package replaces an embedded one, others are added (its parameters.yaml, if any, is merged over the embedded parameters)"
 
