@@ -43,7 +43,7 @@ var _ = Describe("audit", func() {
 
 		By("the reload triggers an audit: the stored job fails the new policy")
 		failed := eventuallyResult(ctx, ns, trainer.TrainJobKind, "two-workers", compliancePolicy, reports.Result(audit.Fail))
-		Expect(failed.Description).To(And(HavePrefix("spec.trainer.numNodes: "), ContainSubstring("at most 1 Workers"), ContainSubstring("this one has 2")))
+		Expect(failed.Description).To(And(HavePrefix("spec.trainer.numNodes: "), ContainSubstring("may be at most 1"), ContainSubstring("this one has 2")))
 		Expect(failed.Severity).To(BeEquivalentTo("high"))
 		Expect(failed.Source).To(Equal(audit.Source))
 		Expect(failed.Properties).To(HaveKeyWithValue(audit.PropertyField, "spec.trainer.numNodes"))
