@@ -301,10 +301,7 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 	})
 
 	It("make deploy, as the README shows it, is accepted once cert-manager's CRDs are installed", func(ctx context.Context) {
-		certManagerCRDs, err := framework.CertManagerCRDs()
-		Expect(err).NotTo(HaveOccurred())
-		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs}, ErrorIfPathMissing: true})
-		Expect(err).NotTo(HaveOccurred())
+		installCertManagerCRDs()
 		cmds := commandsFor(documentedCommands("README.md", "Installing on a cluster"), "deploy")
 		Expect(cmds).NotTo(BeEmpty(), "the README shows no `make deploy` in its install section")
 		ensureNamespace(ctx)
@@ -349,6 +346,7 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 
 		const running = "registry.example.com/mpiguard:v0.0.9"
 		By("a cluster that runs mpiguard with an image of its own, " + running)
+		installCertManagerCRDs()
 		ensureNamespace(ctx)
 		installed := build("config/default")
 		for _, o := range installed {
@@ -376,6 +374,16 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		Expect(treeHash()).To(Equal(before))
 	})
 })
+
+// installCertManagerCRDs installs cert-manager's CRDs (config/default's
+// Certificate and Issuer need them); again is harmless.
+func installCertManagerCRDs() {
+	GinkgoHelper()
+	certManagerCRDs, err := framework.CertManagerCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs}, ErrorIfPathMissing: true})
+	Expect(err).NotTo(HaveOccurred())
+}
 
 // keyRef is a key of a Secret or ConfigMap, as a ServiceMonitor names it.
 type keyRef struct {
