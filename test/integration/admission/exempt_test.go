@@ -47,7 +47,7 @@ var _ = Describe("a namespace labelled mpiguard.io/exempt=true", func() {
 		before := trainJobWebhookCalls()
 		stored := admitted(ctx, fixtures.TrainJob(exempt, "unchecked", rt.Name).NumNodes(2).NumProcPerNode(2).Obj())
 		Expect(trainJobWebhookCalls()).To(Equal(before), "the apiserver called a TrainJob webhook for namespace %s", exempt)
-		Expect(stored.Spec.ActiveDeadlineSeconds).To(BeNil(), "max-duration's default deadline was set: the mutating webhook ran")
+		Expect(stored.Spec.ActiveDeadlineSeconds).To(BeZero(), "max-duration's default deadline was set: the mutating webhook ran")
 		Expect(mpiguardPatch(stored)).To(BeNil(), "mpiguard's runtime patch entry was written: the mutating webhook ran")
 
 		By("the same job in an unlabelled namespace is judged")
