@@ -345,22 +345,11 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		needKubectl()
 
 		const running = "registry.example.com/mpiguard:v0.0.9"
-		By("a cluster that runs mpiguard with an image of its own, " + running)
+		By("a cluster where make deploy installed mpiguard with an image of its own, " + running)
 		installCertManagerCRDs()
 		ensureNamespace(ctx)
+		run(ctx, "make --no-print-directory deploy IMG="+running)
 		installed := build("config/default")
-		for _, o := range installed {
-			if o.GetKind() == "Deployment" && o.GetName() == "mpiguard-controller" {
-				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-				for _, c := range containers {
-					if c.(map[string]any)["name"] == "mpiguard" {
-						c.(map[string]any)["image"] = running
-					}
-				}
-				Expect(unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")).To(Succeed())
-			}
-		}
-		apply(ctx, installed)
 
 		By("what the documented lines apply is config/default with that image")
 		printed := strings.Replace(deploy[0], "make deploy", "make --no-print-directory install-yaml", 1)
