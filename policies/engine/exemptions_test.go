@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // Exempt namespaces set over the defaults add to them: an admin who exempts
@@ -41,7 +42,7 @@ func TestMergeAddsExemptNamespacesUnlessReplaced(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := set.Parameters.Policies["istio-opt-out"]
-			if diff := cmp.Diff(tc.want, got.ExemptNamespaces); diff != "" && !(len(tc.want) == 0 && len(got.ExemptNamespaces) == 0) {
+			if diff := cmp.Diff(tc.want, got.ExemptNamespaces, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("exemptNamespaces (-want +got):\n%s", diff)
 			}
 			for ns, want := range tc.exempt {
