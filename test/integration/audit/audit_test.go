@@ -61,7 +61,7 @@ var _ = Describe("audit", func() {
 				notes = append(notes, e.Type+" "+e.Note)
 			}
 			return notes
-		}).WithContext(ctx).Should(ContainElement(And(HavePrefix("Warning "), ContainSubstring(compliancePolicy), ContainSubstring("at most 1 Workers"))))
+		}).WithContext(ctx).Should(ContainElement(And(HavePrefix("Warning "), ContainSubstring(compliancePolicy), ContainSubstring("may be at most 1"))))
 		Eventually(func() float64 { return violations(compliancePolicy, ns) }).Should(Equal(1.0))
 
 		By("relaxed again: the result passes")
