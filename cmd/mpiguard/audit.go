@@ -61,8 +61,8 @@ read or an object could not be judged.`,
 	f.BoolVarP(&o.all, "all-namespaces", "A", false, "audit every namespace and the ClusterTrainingRuntimes")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVar(&o.showPass, "show-pass", false, "also list passing results in the table")
-	f.StringVar(&o.policies, "policies", "", "directory of Rego policies to use instead of the embedded ones (its parameters.yaml, if any, is used)")
-	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
+	f.StringVar(&o.policies, "policies", "", policiesFlagUsage)
+	f.StringVar(&o.parameters, "parameters", "", parametersFlagUsage)
 	return cmd
 }
 

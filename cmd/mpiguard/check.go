@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/offline"
 	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
 func init() { registerSubcommand(newCheckCommand) }
@@ -29,6 +33,7 @@ type checkOptions struct {
 	liveFlags
 	fromCluster bool
 	files       []string
+	eachFile    bool
 	policies    string
 	parameters  string
 	showPatches bool
@@ -43,7 +48,10 @@ func newCheckCommand() *cobra.Command {
 		Long: `check reads manifests (multi-document YAML or JSON; a directory is read
 recursively; "-" is standard input). Together they form the cluster: Namespaces,
 ResourceQuotas (their status.used honoured), LimitRanges, RuntimeClasses,
-ClusterTrainingRuntimes and TrainingRuntimes. Every TrainJob among them is
+ClusterTrainingRuntimes and TrainingRuntimes; mpiguard's curated runtimes
+(mpiguard-openmpi, ...) are there too unless the documents define one of the
+same name, as mpiguard publishes them in every cluster (a note says when one
+is used). Every TrainJob among them is
 evaluated as a CREATE in that context, with the same renderer, engine and
 policies as the webhooks (the same pipeline function): mutated first, then
 validated. TrainJobs earlier in the input that admission lets through and that
@@ -58,10 +66,16 @@ TrainJob without a namespace is in the context's namespace, as with kubectl.
 The policies are the embedded ones (or --policies/--parameters), not the ones
 a running mpiguard loaded from its ConfigMaps.
 
+With --each-file every file read (each file of a directory, standard input)
+is a cluster of its own and its TrainJobs are judged in it alone, as the
+policies' samples are written (policies/<policy>/samples/: each file a complete
+cluster). Without it, all files form one cluster, and an object in two files
+(the Namespace "team-a" of two samples) is an error.
+
 Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 		Example: `  mpiguard check -f cluster.yaml -f jobs/
   kubectl get trainjob my-job -o yaml | mpiguard check -f cluster/ -f -
-  mpiguard check -f samples/ --show-patches -o json
+  mpiguard check -f policies/max-duration/samples/ --each-file --show-patches -o json
   mpiguard check --from-cluster -f my-trainjob.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,8 +84,9 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file or directory to read, - for stdin (repeatable)")
-	f.StringVar(&o.policies, "policies", "", "directory of Rego policies to use instead of the embedded ones (its parameters.yaml, if any, is used)")
-	f.StringVar(&o.parameters, "parameters", "", "parameters YAML to use instead of the default parameters")
+	f.StringVar(&o.policies, "policies", "", policiesFlagUsage)
+	f.StringVar(&o.parameters, "parameters", "", parametersFlagUsage)
+	f.BoolVar(&o.eachFile, "each-file", false, "judge every file as a cluster of its own (a folder of samples), not all files as one cluster")
 	f.BoolVar(&o.showPatches, "show-patches", false, "also print the mutations admission would apply")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.BoolVar(&o.fromCluster, "from-cluster", false, "judge the TrainJobs in the live cluster kubectl would talk to, not in the documents given")
@@ -87,35 +102,53 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if o.output != "text" && o.output != "json" {
 		return &exitError{2, fmt.Errorf("--output %q: want text or json", o.output)}
 	}
-	cluster := offline.NewCluster()
-	for _, f := range o.files {
-		if err := cluster.ReadPath(f, stdin); err != nil {
-			return &exitError{2, err}
+	clusters, err := o.read(stdin)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	jobs := 0
+	for _, cluster := range clusters {
+		for _, ignored := range cluster.Ignored {
+			fmt.Fprintf(stderr, "note: ignored %s (no decision depends on this kind)\n", ignored)
 		}
+		jobs += len(cluster.TrainJobs)
 	}
-	for _, ignored := range cluster.Ignored {
-		fmt.Fprintf(stderr, "note: ignored %s (no decision depends on this kind)\n", ignored)
-	}
-	if len(cluster.TrainJobs) == 0 {
+	if jobs == 0 {
 		return &exitError{2, errors.New("no TrainJob found in the input")}
 	}
 	ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-check")
 	if err != nil {
 		return &exitError{2, err}
 	}
-	var results []offline.Result
-	if o.fromCluster {
-		results, err = o.checkInCluster(ctx, ev, cluster, stderr)
-	} else {
-		results, err = ev.Evaluate(ctx, cluster)
+	if !o.fromCluster {
+		if err := withCurated(clusters); err != nil {
+			return &exitError{2, err}
+		}
 	}
-	if err != nil {
-		return &exitError{2, err}
+	var results []offline.Result
+	var sources []string // with --each-file, each result's file, for the text output's headings
+	for _, cluster := range clusters {
+		var got []offline.Result
+		if o.fromCluster {
+			got, err = o.checkInCluster(ctx, ev, cluster, stderr)
+		} else {
+			got, err = ev.Evaluate(ctx, cluster)
+		}
+		if err != nil {
+			return &exitError{2, err}
+		}
+		for _, name := range cluster.CuratedUsed {
+			fmt.Fprintf(stderr, "note: ClusterTrainingRuntime %q is not among the documents read: the curated one this binary publishes (runtimes/catalog, as on Kubernetes) is used\n", name)
+		}
+		results = append(results, got...)
+		for range got {
+			sources = append(sources, cluster.Source)
+		}
 	}
 	if o.output == "json" {
 		err = offline.WriteJSON(stdout, results)
 	} else {
-		err = offline.WriteText(stdout, results, o.showPatches)
+		err = writeText(stdout, results, sources, o.eachFile, o.showPatches)
 	}
 	if err != nil {
 		return &exitError{2, err}
@@ -124,6 +157,87 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code])}
 	}
 	return nil
+}
+
+// withCurated lets the TrainJobs of every cluster name a curated runtime
+// without the documents defining it: mpiguard's controller publishes them in
+// every cluster.
+func withCurated(clusters []*offline.Cluster) error {
+	curated, err := catalog.Load()
+	if err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		c.Curated = map[string]*trainer.ClusterTrainingRuntime{}
+		for _, rt := range curated {
+			c.Curated[rt.Name] = rt.DeepCopy()
+		}
+	}
+	return nil
+}
+
+// writeText writes the results as text, with --each-file under a heading
+// naming each cluster's file.
+func writeText(w io.Writer, results []offline.Result, sources []string, eachFile, showPatches bool) error {
+	if !eachFile {
+		return offline.WriteText(w, results, showPatches)
+	}
+	for i := 0; i < len(results); {
+		j := i
+		for j < len(results) && sources[j] == sources[i] {
+			j++
+		}
+		if _, err := fmt.Fprintf(w, "== %s\n", sources[i]); err != nil {
+			return err
+		}
+		if err := offline.WriteText(w, results[i:j], showPatches); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// read reads the documents of -f: one cluster, or with --each-file one per
+// file (standard input is one file).
+func (o checkOptions) read(stdin io.Reader) ([]*offline.Cluster, error) {
+	if !o.eachFile {
+		cluster := offline.NewCluster()
+		for _, f := range o.files {
+			if err := cluster.ReadPath(f, stdin); err != nil {
+				if errors.Is(err, offline.ErrDuplicate) {
+					err = fmt.Errorf("%w (if each file is a cluster of its own, as policy samples are, add --each-file)", err)
+				}
+				return nil, err
+			}
+		}
+		return []*offline.Cluster{cluster}, nil
+	}
+	var clusters []*offline.Cluster
+	for _, f := range o.files {
+		if f == "-" {
+			cluster := offline.NewCluster()
+			cluster.Source = "<stdin>"
+			if err := cluster.ReadPath(f, stdin); err != nil {
+				return nil, err
+			}
+			clusters = append(clusters, cluster)
+			continue
+		}
+		files, err := offline.Files(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, file := range files {
+			cluster := offline.NewCluster()
+			cluster.Source = file
+			if err := cluster.ReadFile(file); err != nil {
+				return nil, err
+			}
+			clusters = append(clusters, cluster)
+		}
+	}
+	return clusters, nil
 }
 
 // checkInCluster judges the input's TrainJobs in the live cluster.
@@ -162,31 +276,59 @@ func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (
 	return &offline.Evaluator{Engine: eng, Renderer: rnd, User: user}, nil
 }
 
-// policySetFromFlags returns the embedded policy set, or the one of --policies,
-// with the parameters of --parameters when given.
+// policySetFromFlags returns the embedded policy set with the policies of
+// --policies laid over it, as the ConfigMaps are at run time (a module in the
+// package of an embedded policy replaces that policy, any other adds one; its
+// parameters.yaml is merged over the embedded one), and the parameters of
+// --parameters merged over those, as the parameters ConfigMap is.
 func policySetFromFlags(dir, parametersFile string) (engine.PolicySet, error) {
-	var set engine.PolicySet
-	var err error
-	if dir == "" {
-		set, err = engine.DefaultPolicySet()
-	} else {
-		params := ""
-		if _, statErr := os.Stat(dir + "/parameters.yaml"); statErr == nil {
-			params = "parameters.yaml"
-		}
-		set, err = engine.LoadPolicySet(os.DirFS(dir), params)
-	}
+	set, err := engine.DefaultPolicySet()
 	if err != nil {
 		return engine.PolicySet{}, err
+	}
+	if dir != "" {
+		own, err := loadPolicyDir(dir)
+		if err != nil {
+			return engine.PolicySet{}, err
+		}
+		// Named by their path, so that a compile error names the user's file.
+		modules := map[string]string{}
+		for name, src := range own.Modules {
+			modules[filepath.Join(dir, name)] = src
+		}
+		if set, err = set.Overlay(modules, own.Parameters); err != nil {
+			return engine.PolicySet{}, err
+		}
+		maps.Copy(set.Schemas, own.Schemas)
 	}
 	if parametersFile != "" {
 		data, err := os.ReadFile(parametersFile)
 		if err != nil {
 			return engine.PolicySet{}, err
 		}
-		if set.Parameters, err = engine.ParseParameters(data); err != nil {
+		params, err := engine.ParseParameters(data)
+		if err != nil {
 			return engine.PolicySet{}, fmt.Errorf("%s: %w", parametersFile, err)
 		}
+		set.Parameters = set.Parameters.Merge(params)
+	}
+	return set, nil
+}
+
+const parametersFlagUsage = "parameters YAML merged over the embedded parameters, as the parameters ConfigMap is (exemptNamespaces add to the defaults unless replaceExemptNamespaces: true)"
+
+const policiesFlagUsage = "directory of Rego policies laid over the embedded ones: a policy of the same package replaces an embedded one, others are added (its parameters.yaml, if any, is merged over the embedded parameters)"
+
+// loadPolicyDir reads the policies tree of --policies: its modules, schemas
+// and parameters.yaml, if any.
+func loadPolicyDir(dir string) (engine.PolicySet, error) {
+	params := ""
+	if _, err := os.Stat(filepath.Join(dir, "parameters.yaml")); err == nil {
+		params = "parameters.yaml"
+	}
+	set, err := engine.LoadPolicySet(os.DirFS(dir), params)
+	if err != nil {
+		return engine.PolicySet{}, fmt.Errorf("--policies %s: %w", dir, err)
 	}
 	return set, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpiguard/mpiguard/policies"
+	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/offline"
 )
 
@@ -30,7 +31,9 @@ func newPolicyTestCommand() *cobra.Command {
 		Use:   "test [DIR]",
 		Short: "Run the policies' Rego unit tests and sample suites",
 		Long: `test runs, for the embedded policies or the policies tree in DIR (one folder per
-policy: its .rego, _test.rego and samples/):
+policy: its .rego, _test.rego and samples/), laid over the embedded ones as
+check --policies does (a policy of an embedded package replaces it, others are
+added, and DIR's tests can import data.mpiguard.lib):
 
   1. the Rego unit tests (test_* rules) with OPA's tester; a policy folder
      without tests fails;
@@ -61,15 +64,27 @@ func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer)
 		ctx = context.Background()
 	}
 	var fsys fs.FS = policies.FS
+	var base map[string]string // the embedded policies DIR does not replace
 	if dir != "" {
 		if _, err := os.Stat(dir); err != nil {
 			return &exitError{2, err}
 		}
 		fsys = os.DirFS(dir)
+		embedded, err := engine.DefaultPolicySet()
+		if err != nil {
+			return &exitError{2, err}
+		}
+		own, err := loadPolicyDir(dir)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		if base, err = embedded.Unreplaced(own.Modules); err != nil {
+			return &exitError{2, err}
+		}
 	}
 	failed := 0
 
-	tests, err := offline.RunRegoTests(ctx, fsys)
+	tests, err := offline.RunRegoTestsOver(ctx, fsys, base)
 	if err != nil {
 		return &exitError{2, err}
 	}

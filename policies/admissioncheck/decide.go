@@ -21,7 +21,7 @@ type Outcome struct {
 // Messages of the outcomes that are not a denial.
 const (
 	msgAllowed    = "mpiguard admits the job as it will run: every policy passes with the flavors Kueue assigned, and the namespace quota it needs is reserved for its start"
-	msgUngoverned = "no mpiguard policy applies: not an MPI TrainJob"
+	msgUngoverned = "no mpiguard policy applies: not an MPI TrainJob, or its namespace is exempt (mpiguard.io/exempt=true)"
 	// msgDeactivated follows the denial on a rejected Workload's check once
 	// Kueue has deactivated it.
 	msgDeactivated = "\nmpiguard rejected this Workload, and Kueue deactivated it (spec.active: false). Fix the cause, then set spec.active: true to queue it again: mpiguard judges it afresh."

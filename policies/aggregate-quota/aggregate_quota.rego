@@ -79,7 +79,15 @@ describe(p) := sprintf("%d launchers x %s", [p.pods, p.perPodDisplay]) if {
 	p.pods != 1
 }
 
-describe(p) := sprintf("%d workers x %s", [p.pods, p.perPodDisplay]) if p.role == "worker"
+describe(p) := sprintf("1 worker x %s", [p.perPodDisplay]) if {
+	p.role == "worker"
+	p.pods == 1
+}
+
+describe(p) := sprintf("%d workers x %s", [p.pods, p.perPodDisplay]) if {
+	p.role == "worker"
+	p.pods != 1
+}
 
 describe(p) := sprintf("%s %d x %s", [p.name, p.pods, p.perPodDisplay]) if p.role == "other"
 

@@ -265,3 +265,10 @@ test_fix_text if {
 	aggregate_quota.fix_text(["workers to 1", "GPUs per worker to 1"], "ask an admin") == "reduce workers to 1 or GPUs per worker to 1, or ask an admin"
 	aggregate_quota.fix_text([], "ask an admin") == "ask an admin"
 }
+
+# One Worker is "1 worker", never "1 workers".
+test_one_worker_counted_in_the_singular if {
+	got := aggregate_quota.deny with input as create_input([gpu_quota(gpu_demand(1, 8), 16, 12, 0)])
+	some v in got
+	contains(v.msg, "(launcher 0 + 1 worker x 8)")
+}

@@ -29,6 +29,11 @@ type PolicySettings struct {
 	// ExemptNamespaces are namespace names, or prefixes ending in "*", the policy
 	// does not apply to (neither validation nor mutation).
 	ExemptNamespaces []string `json:"exemptNamespaces,omitempty"`
+	// ReplaceExemptNamespaces makes this document's ExemptNamespaces replace
+	// those of the documents it is merged over (the embedded
+	// policies/parameters.yaml: istio-opt-out's istio-system) instead of
+	// adding to them, so a default exemption is dropped only on purpose.
+	ReplaceExemptNamespaces bool `json:"replaceExemptNamespaces,omitempty"`
 	// Parameters are passed to the policy as input.parameters[<policy>].
 	Parameters map[string]any `json:"parameters,omitempty"`
 }
@@ -50,8 +55,9 @@ func ParseParameters(data []byte) (Parameters, error) {
 	return p, nil
 }
 
-// Merge returns p overlaid with o: for each policy in o, a set enforcement or
-// exemption list replaces p's, and parameters are merged key by key.
+// Merge returns p overlaid with o: for each policy in o, a set enforcement
+// replaces p's, exempt namespaces are added to p's (replace them with
+// replaceExemptNamespaces: true), and parameters are merged key by key.
 func (p Parameters) Merge(o Parameters) Parameters {
 	out := Parameters{Policies: maps.Clone(p.Policies)}
 	if out.Policies == nil {
@@ -62,8 +68,16 @@ func (p Parameters) Merge(o Parameters) Parameters {
 		if s.Enforcement != "" {
 			base.Enforcement = s.Enforcement
 		}
-		if s.ExemptNamespaces != nil {
-			base.ExemptNamespaces = s.ExemptNamespaces
+		if s.ReplaceExemptNamespaces {
+			base.ExemptNamespaces = slices.Clone(s.ExemptNamespaces)
+			base.ReplaceExemptNamespaces = true
+		} else {
+			own := base.ExemptNamespaces
+			for _, ns := range s.ExemptNamespaces {
+				if !slices.Contains(own, ns) {
+					base.ExemptNamespaces = append(slices.Clip(base.ExemptNamespaces), ns)
+				}
+			}
 		}
 		if len(s.Parameters) > 0 {
 			merged := maps.Clone(base.Parameters)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,31 +82,19 @@ func LoadPolicySet(fsys fs.FS, parametersFile string) (PolicySet, error) {
 }
 
 // Overlay returns s with extra modules added: a module whose package is already
-// in s replaces every module of that package (a ConfigMap can replace an
-// embedded policy), other modules extend the set. Parameters are merged.
-// Schemas are s's (a replaced policy keeps its schema), in a map of the
-// result's own that the caller may add schemas to.
+// in s replaces every module of that package (a ConfigMap, or a folder given
+// to mpiguard check --policies, can replace an embedded policy), other modules
+// extend the set. Parameters are merged. Schemas are s's (a replaced policy
+// keeps its schema), in a map of the result's own that the caller may add
+// schemas to.
 func (s PolicySet) Overlay(modules map[string]string, params Parameters) (PolicySet, error) {
-	replaced := map[string]bool{}
-	for name, src := range modules {
-		pkg, err := packageOf(name, src)
-		if err != nil {
-			return PolicySet{}, err
-		}
-		replaced[pkg] = true
+	kept, err := s.Unreplaced(modules)
+	if err != nil {
+		return PolicySet{}, err
 	}
-	out := PolicySet{Modules: map[string]string{}, Schemas: maps.Clone(s.Schemas), Parameters: s.Parameters.Merge(params)}
+	out := PolicySet{Modules: kept, Schemas: maps.Clone(s.Schemas), Parameters: s.Parameters.Merge(params)}
 	if out.Schemas == nil {
 		out.Schemas = map[string]string{}
-	}
-	for name, src := range s.Modules {
-		pkg, err := packageOf(name, src)
-		if err != nil {
-			return PolicySet{}, err
-		}
-		if !replaced[pkg] {
-			out.Modules[name] = src
-		}
 	}
 	for name, src := range modules {
 		if _, dup := out.Modules[name]; dup {
@@ -114,6 +103,47 @@ func (s PolicySet) Overlay(modules map[string]string, params Parameters) (Policy
 		out.Modules[name] = src
 	}
 	return out, nil
+}
+
+// Unreplaced returns the modules of s that Overlay(modules) keeps: those of a
+// package no module of modules has (the policies an overlay's Rego tests run
+// against).
+func (s PolicySet) Unreplaced(modules map[string]string) (map[string]string, error) {
+	replaced := map[string]bool{}
+	for name, src := range modules {
+		pkg, err := packageOf(name, src)
+		if err != nil {
+			return nil, err
+		}
+		replaced[pkg] = true
+	}
+	kept := map[string]string{}
+	for name, src := range s.Modules {
+		pkg, err := packageOf(name, src)
+		if err != nil {
+			return nil, err
+		}
+		if !replaced[pkg] {
+			kept[name] = src
+		}
+	}
+	return kept, nil
+}
+
+// PolicyNames lists the policies the modules of s define (a package
+// mpiguard.policies.<name>), sorted; lib is none.
+func (s PolicySet) PolicyNames() ([]string, error) {
+	seen := map[string]bool{}
+	for name, src := range s.Modules {
+		pkg, err := packageOf(name, src)
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := policyName(pkg); ok {
+			seen[p] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // packageOf parses just enough of a module to read its package.

@@ -38,6 +38,16 @@ type Cluster struct {
 	// Runtimes are keyed "namespace/name".
 	Runtimes  map[string]*trainer.TrainingRuntime
 	TrainJobs []SourcedTrainJob
+	// Curated are ClusterTrainingRuntimes a TrainJob may name without the
+	// documents defining them, by name (check: mpiguard's curated runtimes,
+	// which its controller publishes in every cluster); a runtime of the
+	// documents of the same name comes first. CuratedUsed lists the names a
+	// TrainJob took from Curated.
+	Curated     map[string]*trainer.ClusterTrainingRuntime
+	CuratedUsed []string
+	// Source names the file the cluster was read from, when it is one file
+	// (check --each-file); empty otherwise.
+	Source string
 	// Ignored lists documents of kinds no decision depends on ("source: kind").
 	Ignored []string
 	// sources maps each object read (objectKey) to its document, to refuse duplicates.
@@ -58,6 +68,9 @@ type InputError struct {
 	Source string
 	Err    error
 }
+
+// ErrDuplicate is a second document of an object already read.
+var ErrDuplicate = errors.New("duplicate")
 
 func (e *InputError) Error() string { return fmt.Sprintf("%s: %v", e.Source, e.Err) }
 func (e *InputError) Unwrap() error { return e.Err }
@@ -85,12 +98,27 @@ func (c *Cluster) ReadPath(path string, stdin io.Reader) error {
 	if path == "-" {
 		return c.Read("<stdin>", stdin)
 	}
+	files, err := Files(path)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := c.ReadFile(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Files lists what ReadPath reads of path: the file itself, or every
+// .yaml/.yml/.json file under a directory, sorted, recursively.
+func Files(path string) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return &InputError{Source: path, Err: err}
+		return nil, &InputError{Source: path, Err: err}
 	}
 	if !info.IsDir() {
-		return c.readFile(path)
+		return []string{path}, nil
 	}
 	var files []string
 	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
@@ -106,21 +134,17 @@ func (c *Cluster) ReadPath(path string, stdin io.Reader) error {
 		return nil
 	})
 	if err != nil {
-		return &InputError{Source: path, Err: err}
+		return nil, &InputError{Source: path, Err: err}
 	}
 	if len(files) == 0 {
-		return &InputError{Source: path, Err: errors.New("no .yaml, .yml or .json files")}
+		return nil, &InputError{Source: path, Err: errors.New("no .yaml, .yml or .json files")}
 	}
 	sort.Strings(files)
-	for _, f := range files {
-		if err := c.readFile(f); err != nil {
-			return err
-		}
-	}
-	return nil
+	return files, nil
 }
 
-func (c *Cluster) readFile(path string) error {
+// ReadFile adds every document of one file.
+func (c *Cluster) ReadFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return &InputError{Source: path, Err: err}
@@ -221,7 +245,7 @@ func (c *Cluster) add(source string, doc []byte) error {
 	// a word.
 	if key := objectKey(obj); key != "" {
 		if first, ok := c.sources[key]; ok {
-			return fmt.Errorf("duplicate %s: the same object is already in %s; a cluster has one object per kind, namespace and name", key, first)
+			return fmt.Errorf("%w %s: the same object is already in %s; a cluster has one object per kind, namespace and name", ErrDuplicate, key, first)
 		}
 		c.sources[key] = source
 	}

@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -164,6 +165,9 @@ func applyDefaults(c *Cluster) error {
 	for _, r := range c.Runtimes {
 		objs = append(objs, r)
 	}
+	for _, r := range c.Curated {
+		objs = append(objs, r)
+	}
 	for i := range c.LimitRanges {
 		objs = append(objs, &c.LimitRanges[i])
 	}
@@ -182,6 +186,11 @@ func (c *Cluster) runtimeOf(tj *trainer.TrainJob) (client.Object, error) {
 	case trainer.ClusterTrainingRuntimeKind:
 		if r, ok := c.ClusterRuntimes[ref.Name]; ok {
 			obj = r
+		} else if r, ok := c.Curated[ref.Name]; ok {
+			obj = r
+			if !slices.Contains(c.CuratedUsed, ref.Name) {
+				c.CuratedUsed = append(c.CuratedUsed, ref.Name)
+			}
 		}
 	case trainer.TrainingRuntimeKind:
 		if r, ok := c.Runtimes[tj.Namespace+"/"+ref.Name]; ok {

@@ -38,7 +38,7 @@ func WriteText(w io.Writer, results []Result, showPatches bool) error {
 			fmt.Fprintf(&b, "TrainJob %s: %s: %s\n", r.TrainJob, Error, r.Error)
 			continue
 		case !r.Governed:
-			fmt.Fprintf(&b, "TrainJob %s: %s (not an MPI TrainJob: not governed)\n", r.TrainJob, Allowed)
+			fmt.Fprintf(&b, "TrainJob %s: %s (not governed: not an MPI TrainJob, or its namespace is exempt)\n", r.TrainJob, Allowed)
 			continue
 		}
 		fmt.Fprintf(&b, "TrainJob %s: %s\n", r.TrainJob, r.Outcome())

@@ -35,7 +35,8 @@ type SampleCase struct {
 // Failed says whether the case failed.
 func (c *SampleCase) Failed() bool { return len(c.Failures) > 0 }
 
-// RunSamples evaluates every sample under fsys (a policies tree) with ev. A
+// RunSamples evaluates every sample under fsys (a policies tree) with ev,
+// and requires samples of every policy whose Rego is in fsys. A
 // folder-level problem (no samples of a kind, unknown policy) is reported as a
 // case of its own with File set to the folder.
 func RunSamples(ctx context.Context, fsys fs.FS, ev *Evaluator) ([]SampleCase, error) {
@@ -47,9 +48,19 @@ func RunSamples(ctx context.Context, fsys fs.FS, ev *Evaluator) ([]SampleCase, e
 	for _, p := range ev.Engine.Policies() {
 		known[p] = true
 	}
+	// Every policy of the tree needs samples: one without any would pass
+	// unnoticed. The embedded policies a tree is laid over (policy test DIR)
+	// have theirs in the embedded tree.
+	own, err := engine.LoadPolicySet(fsys, "")
+	if err != nil {
+		return nil, err
+	}
+	policies, err := own.PolicyNames()
+	if err != nil {
+		return nil, err
+	}
 	var cases []SampleCase
-	// Every policy needs samples: one without any would pass unnoticed.
-	for _, p := range ev.Engine.Policies() {
+	for _, p := range policies {
 		if info, err := fs.Stat(fsys, p+"/samples"); err != nil || !info.IsDir() {
 			cases = append(cases, SampleCase{Policy: p, File: p, Failures: []string{
 				fmt.Sprintf("policy %s has no %s/samples folder: every policy needs allowed and denied samples", p, p),

@@ -73,8 +73,9 @@ type Request struct {
 // Verdict is what the pipeline made of a request.
 type Verdict struct {
 	// Governed is false when mpiguard's policies have nothing to say about
-	// the request: not a CREATE or UPDATE, not an MPI TrainJob, an UPDATE
-	// that changes nothing the job runs or only suspends it. Allow it
+	// the request: not a CREATE or UPDATE, not an MPI TrainJob, a namespace
+	// an admin exempted (ExemptLabel), an UPDATE that changes nothing the
+	// job runs or only suspends it. Allow it
 	// untouched; nothing else is set.
 	Governed bool
 	// TrainJob is the job as judged: in Admit, with the mutation applied.
@@ -151,13 +152,16 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 	if err != nil || rt == nil {
 		return &Verdict{TrainJob: req.TrainJob}, err
 	}
-	if !req.Audit {
-		p.admitted.Store(time.Now().UnixNano())
-	}
 	job := req.TrainJob
 	ns, err := c.Namespace(ctx, job.Namespace)
 	if err != nil {
 		return nil, err
+	}
+	if Exempt(ns.Namespace) {
+		return &Verdict{TrainJob: req.TrainJob}, nil
+	}
+	if !req.Audit {
+		p.admitted.Store(time.Now().UnixNano())
 	}
 	if stage == Admit {
 		job = job.DeepCopy() // the mutation is applied to it
@@ -257,7 +261,10 @@ func (p *Pipeline) Record(v *Verdict) {
 }
 
 // Governed says whether the policies have anything to say about req (see
-// Verdict.Governed) without rendering or judging it: one runtime read.
+// Verdict.Governed) without rendering or judging it: one runtime read. It
+// does not read the namespace, so a job of an exempt namespace reads as
+// governed here (the webhooks never receive one: their namespaceSelector)
+// and Run then finds it is not.
 func (p *Pipeline) Governed(ctx context.Context, c Cluster, req *Request) (bool, error) {
 	rt, err := p.governedRuntime(ctx, c, req)
 	return rt != nil, err

@@ -270,3 +270,38 @@ func TestLastAdmissionIgnoresAudits(t *testing.T) {
 		t.Errorf("after an admission at %v: LastAdmission = %v", before, got)
 	}
 }
+
+// A namespace an admin labelled mpiguard.io/exempt=true governs nothing: the
+// job that is denied elsewhere is neither mutated nor judged; any other
+// value of the label exempts nothing.
+func TestExemptNamespaceIsNotGoverned(t *testing.T) {
+	p := testPipeline(t)
+	ctx := context.Background()
+	job := fixtures.TrainJob("team-a", "slots", "gpu").NumNodes(2).NumProcPerNode(8).Obj()
+	for _, tc := range []struct {
+		value        string
+		wantGoverned bool
+	}{{"true", false}, {"yes", true}, {"", true}} {
+		t.Run("label="+tc.value, func(t *testing.T) {
+			c := testCluster(t)
+			if tc.value != "" {
+				c.ns.Namespace.Labels = map[string]string{ExemptLabel: tc.value}
+			}
+			for _, stage := range []Stage{Mutate, Validate, Admit} {
+				v, err := p.Run(ctx, c, &Request{Operation: engine.Create, User: "u", TrainJob: job.DeepCopy()}, stage)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v.Governed != tc.wantGoverned {
+					t.Errorf("stage %v: governed %v, want %v", stage, v.Governed, tc.wantGoverned)
+				}
+				if !tc.wantGoverned && (v.Mutation != nil || v.Decision != nil || !v.Allowed()) {
+					t.Errorf("stage %v: an exempt namespace's job was mutated or judged: %+v", stage, v)
+				}
+				if tc.wantGoverned && stage != Mutate && v.Allowed() {
+					t.Errorf("stage %v: the job with Slots per worker 8 on 4 GPUs is allowed", stage)
+				}
+			}
+		})
+	}
+}

@@ -299,6 +299,14 @@ func timeout(rt *api.RuntimeTest) time.Duration {
 
 func workers(rt *api.RuntimeTest) int32 { return max(rt.Spec.Workers, 1) }
 
+// count writes n things: "1 Worker", "2 Workers" (never "1 Workers").
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
 // ensureTrainJob creates the smoke-test TrainJob once: 1 launcher + N Workers,
 // the launcher running mpirun across all slots.
 func (r *Reconciler) ensureTrainJob(ctx context.Context, rt *api.RuntimeTest, spec *trainer.TrainingRuntimeSpec, impl string) (*trainer.TrainJob, error) {
@@ -360,7 +368,7 @@ func (r *Reconciler) ensureTrainJob(ctx context.Context, rt *api.RuntimeTest, sp
 	rt.Status.TrainJobName = job.Name
 	rt.Status.StartTime = ptr.To(metav1.NewTime(r.now()))
 	setConditions(&rt.Status, []metav1.Condition{{Type: api.ConditionJobCreated, Status: metav1.ConditionTrue, Reason: api.ReasonCreated,
-		Message: fmt.Sprintf("TrainJob %s created on runtime %s: 1 launcher + %d Workers, %d slots per worker", job.Name, rt.Spec.RuntimeRef.Name, workers(rt), max(rt.Spec.SlotsPerWorker, 1))}}, rt.Generation)
+		Message: fmt.Sprintf("TrainJob %s created on runtime %s: 1 launcher + %s, %d Slots per worker", job.Name, rt.Spec.RuntimeRef.Name, count(int(workers(rt)), "Worker"), max(rt.Spec.SlotsPerWorker, 1))}}, rt.Generation)
 	r.recorder.Eventf(rt, &job, corev1.EventTypeNormal, api.ReasonCreated, "SmokeTest", "created TrainJob %s", job.Name)
 	return &job, nil
 }

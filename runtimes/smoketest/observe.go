@@ -242,7 +242,7 @@ func (o Observation) podsScheduled() metav1.Condition {
 	missing := missingPods(o)
 	if len(waiting) == 0 && missing == "" {
 		c.Status, c.Reason = metav1.ConditionTrue, api.ReasonAllScheduled
-		c.Message = fmt.Sprintf("the launcher and %d Worker pods are bound to nodes", len(o.Workers))
+		c.Message = fmt.Sprintf("the launcher and %s are bound to nodes", count(len(o.Workers), "Worker pod"))
 		return c
 	}
 	c.Status, c.Reason = metav1.ConditionFalse, api.ReasonWaiting
@@ -315,7 +315,7 @@ func (o Observation) sshReady() metav1.Condition {
 	}
 	if len(notReady) == 0 && int32(len(o.Workers)) >= o.ExpectedWorkers {
 		c.Status, c.Reason = metav1.ConditionTrue, api.ReasonWorkersReady
-		c.Message = fmt.Sprintf("all %d Worker pods are Ready (sshd accepts connections)", len(o.Workers))
+		c.Message = fmt.Sprintf("every Worker pod is Ready (%s; sshd accepts connections)", count(len(o.Workers), "Worker pod"))
 		return c
 	}
 	c.Status, c.Reason = metav1.ConditionFalse, api.ReasonWaiting

@@ -43,7 +43,7 @@ var _ = Describe("audit", func() {
 
 		By("the reload triggers an audit: the stored job fails the new policy")
 		failed := eventuallyResult(ctx, ns, trainer.TrainJobKind, "two-workers", compliancePolicy, reports.Result(audit.Fail))
-		Expect(failed.Description).To(And(HavePrefix("spec.trainer.numNodes: "), ContainSubstring("at most 1 Workers"), ContainSubstring("this one has 2")))
+		Expect(failed.Description).To(And(HavePrefix("spec.trainer.numNodes: "), ContainSubstring("may be at most 1"), ContainSubstring("this one has 2")))
 		Expect(failed.Severity).To(BeEquivalentTo("high"))
 		Expect(failed.Source).To(Equal(audit.Source))
 		Expect(failed.Properties).To(HaveKeyWithValue(audit.PropertyField, "spec.trainer.numNodes"))
@@ -61,7 +61,7 @@ var _ = Describe("audit", func() {
 				notes = append(notes, e.Type+" "+e.Note)
 			}
 			return notes
-		}).WithContext(ctx).Should(ContainElement(And(HavePrefix("Warning "), ContainSubstring(compliancePolicy), ContainSubstring("at most 1 Workers"))))
+		}).WithContext(ctx).Should(ContainElement(And(HavePrefix("Warning "), ContainSubstring(compliancePolicy), ContainSubstring("may be at most 1"))))
 		Eventually(func() float64 { return violations(compliancePolicy, ns) }).Should(Equal(1.0))
 
 		By("relaxed again: the result passes")

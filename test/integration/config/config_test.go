@@ -150,7 +150,7 @@ var _ = Describe("config/default", func() {
 		}
 	})
 
-	It("keeps every webhook away from mpiguard's namespace and kube-system and injects the CA", func() {
+	It("keeps every webhook away from mpiguard's namespace, kube-system and namespaces labelled mpiguard.io/exempt=true, and injects the CA", func() {
 		for _, o := range build("config/default") {
 			var webhooks []any
 			switch o.GetKind() {
@@ -165,6 +165,7 @@ var _ = Describe("config/default", func() {
 				Expect(runtimeFromUnstructured(w.(map[string]any), &hook)).To(Succeed())
 				Expect(hook.NamespaceSelector).NotTo(BeNil(), "webhook %s has no namespaceSelector: add it to config/webhook's patches", hook.Name)
 				Expect(hook.NamespaceSelector.MatchExpressions).To(ContainElement(HaveField("Values", ContainElements("mpiguard-system", "kube-system"))), "webhook %s", hook.Name)
+				Expect(hook.NamespaceSelector.MatchExpressions).To(ContainElement(And(HaveField("Key", "mpiguard.io/exempt"), HaveField("Operator", BeEquivalentTo("NotIn")), HaveField("Values", ConsistOf("true")))), "webhook %s", hook.Name)
 				Expect(hook.ClientConfig.Service).NotTo(BeNil())
 				Expect(hook.ClientConfig.Service.Name).To(Equal("mpiguard-webhook-service"))
 				Expect(hook.TimeoutSeconds).NotTo(BeNil(), "webhook %s needs a short timeout", hook.Name)

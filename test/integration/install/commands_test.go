@@ -23,10 +23,11 @@ var installCommand = regexp.MustCompile(`^make (deploy|deploy-openshift|undeploy
 
 // knownCommand is every command an install section may show: the ones this
 // suite runs, building and pushing the image (which needs a container engine
-// and a registry), reading the cluster (`oc get`), and installing the Helm
-// chart (helm_test.go renders it in process). Anything else (a `cd`,
-// a `kustomize edit`) would be an install step no test runs.
-var knownCommand = regexp.MustCompile(`^(make (docker-build|deploy|deploy-openshift|undeploy|undeploy-openshift)( |$)|docker push |(oc|kubectl)( -n \S+)? get |helm install )`)
+// and a registry), reading the cluster (`oc get`, or into a shell variable:
+// `img=$(kubectl … get …)`), and installing the Helm chart (helm_test.go
+// renders it in process). Anything else (a `cd`, a `kustomize edit`) would be
+// an install step no test runs.
+var knownCommand = regexp.MustCompile(`^(make (docker-build|deploy|deploy-openshift|undeploy|undeploy-openshift)( |$)|docker push |([a-z]+=\$\()?(oc|kubectl)( -n \S+)? get |helm install )`)
 
 // documentedCommands returns the shell commands written in the fenced code
 // blocks of the section of file whose heading is heading, as written, without

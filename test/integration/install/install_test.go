@@ -301,10 +301,7 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 	})
 
 	It("make deploy, as the README shows it, is accepted once cert-manager's CRDs are installed", func(ctx context.Context) {
-		certManagerCRDs, err := framework.CertManagerCRDs()
-		Expect(err).NotTo(HaveOccurred())
-		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs}, ErrorIfPathMissing: true})
-		Expect(err).NotTo(HaveOccurred())
+		installCertManagerCRDs()
 		cmds := commandsFor(documentedCommands("README.md", "Installing on a cluster"), "deploy")
 		Expect(cmds).NotTo(BeEmpty(), "the README shows no `make deploy` in its install section")
 		ensureNamespace(ctx)
@@ -342,10 +339,42 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		}
 	})
 
+	It("the restore command of docs/operations.md re-applies config/default with the image that runs, not the default one", func(ctx context.Context) {
+		cmds := documentedCommands("docs/operations.md", "Restoring the webhooks")
+		Expect(cmds).To(HaveLen(2), "docs/operations.md \"Restoring the webhooks\": the running image read into img, then make deploy")
+		deploy := commandsFor(cmds, "deploy")
+		Expect(deploy).To(HaveLen(1), "docs/operations.md \"Restoring the webhooks\" shows no `make deploy`")
+		needKubectl()
+
+		const running = "registry.example.com/mpiguard:v0.0.9"
+		By("a cluster where make deploy installed mpiguard with an image of its own, " + running)
+		installCertManagerCRDs()
+		ensureNamespace(ctx)
+		run(ctx, "make --no-print-directory deploy IMG="+running)
+		installed := build("config/default")
+
+		By("what the documented lines apply is config/default with that image")
+		printed := strings.Replace(deploy[0], "make deploy", "make --no-print-directory install-yaml", 1)
+		expectImageOnly(decodeYAML(run(ctx, cmds[0]+"\n"+printed)), build("config/default"), running)
+
+		By("running them: " + strings.Join(cmds, "; "))
+		Expect(objectsIn(run(ctx, cmds[0]+"\n"+deploy[0]+" DRY_RUN=server"), appliedLine)).To(ConsistOf(keys(installed)))
+	})
+
 	It("changed no file of config/, docs/ or the README, so make verify stays clean", func() {
 		Expect(treeHash()).To(Equal(before))
 	})
 })
+
+// installCertManagerCRDs installs cert-manager's CRDs (config/default's
+// Certificate and Issuer need them); again is harmless.
+func installCertManagerCRDs() {
+	GinkgoHelper()
+	certManagerCRDs, err := framework.CertManagerCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs}, ErrorIfPathMissing: true})
+	Expect(err).NotTo(HaveOccurred())
+}
 
 // keyRef is a key of a Secret or ConfigMap, as a ServiceMonitor names it.
 type keyRef struct {
