@@ -10,7 +10,9 @@ import (
 // compact moves what each part's pods count for quota (its PodShape) into
 // res.Spec.PodShapes, each distinct shape once, and leaves the parts an
 // index: jobs of one runtime share their shapes, so an object of many
-// entries stays small, and every write carries it whole. The table is
+// entries stays small, and every write carries it whole (measured: 500
+// sequential creates into one namespace, p50 141-148 ms with usage inline in
+// every entry, 112-116 ms with shapes; docs/performance.md). The table is
 // rebuilt from the entries, so shapes no entry uses any more are dropped.
 // res must be expanded (every part inline); it is modified.
 func compact(res *v1alpha1.QuotaReservation) {
