@@ -321,6 +321,19 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		defaults, openshift := build("config/default"), build("config/openshift")
 		apply(ctx, defaults)
 		apply(ctx, openshift)
+		// The undeploys are dry runs: what this spec applied (under the
+		// test's own field manager) goes afterwards, so a later spec's real
+		// `make deploy` finds the cluster as a real one would be, not with
+		// fields another manager owns.
+		DeferCleanup(func(ctx context.Context) {
+			for _, o := range append(append([]*unstructured.Unstructured{}, defaults...), openshift...) {
+				// CRDs stay: a CRD being deleted cannot be applied again
+				// at once, and equal values are never a conflict.
+				if o.GetKind() != "Namespace" && o.GetKind() != "CustomResourceDefinition" {
+					Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o.DeepCopy()))).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+				}
+			}
+		})
 
 		for _, cmd := range cmds {
 			want := defaults
