@@ -78,6 +78,13 @@ func entryOf(ctx context.Context, job *trainer.TrainJob) *quotav1alpha1.Reservat
 	}
 	for i := range res.Spec.Entries {
 		if e := &res.Spec.Entries[i]; e.TrainJob == job.Name && e.UID == job.UID {
+			// Parts name their pods' usage by index in spec.podShapes, as
+			// stored; give each its shape, as mpiguard reads it.
+			for j := range e.Parts {
+				if p := &e.Parts[j]; p.Shape != nil && int(*p.Shape) < len(res.Spec.PodShapes) {
+					p.PodShape = res.Spec.PodShapes[*p.Shape]
+				}
+			}
 			return e
 		}
 	}
