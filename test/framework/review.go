@@ -33,7 +33,7 @@ func PostReview(addr, path string, req *admissionv1.AdmissionRequest, certs []tl
 	if err != nil {
 		return nil, err
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	var answer admissionv1.AdmissionReview
 	if err := json.NewDecoder(res.Body).Decode(&answer); err != nil {
 		return nil, err
