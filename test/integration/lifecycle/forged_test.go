@@ -2,15 +2,11 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,23 +52,11 @@ func forgedResume(old *trainer.TrainJob) *admissionv1.AdmissionResponse {
 	GinkgoHelper()
 	resumed := old.DeepCopy()
 	resumed.Spec.Suspend = ptr.To(false)
-	oldRaw, err := json.Marshal(old)
-	Expect(err).NotTo(HaveOccurred())
-	newRaw, err := json.Marshal(resumed)
+	req, err := framework.TrainJobReview(admissionv1.Update, resumed, old, "system:serviceaccount:kueue-system:kueue")
 	Expect(err).NotTo(HaveOccurred())
 	var first *admissionv1.AdmissionResponse
 	for i, r := range env.Replicas {
-		resp, err := framework.PostReview(r.Addr, trainjob.ValidatePath, &admissionv1.AdmissionRequest{
-			UID:       types.UID("forged-" + old.Name),
-			Kind:      metav1.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"},
-			Resource:  metav1.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"},
-			Name:      old.Name,
-			Namespace: old.Namespace,
-			Operation: admissionv1.Update,
-			UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:kueue-system:kueue"},
-			Object:    runtime.RawExtension{Raw: newRaw},
-			OldObject: runtime.RawExtension{Raw: oldRaw},
-		}, nil)
+		resp, err := framework.PostReview(r.Addr, trainjob.ValidatePath, req, nil)
 		Expect(err).NotTo(HaveOccurred(), "replica %d", i)
 		if first == nil {
 			first = resp

@@ -3,7 +3,6 @@ package replicas
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,12 +14,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -220,19 +217,10 @@ func clientCerts() []tls.Certificate {
 // addr, presenting certs, as the apiserver would (or any pod that reaches the
 // port), and returns the answer.
 func reviewAt(addr string, job *trainer.TrainJob, certs []tls.Certificate, dryRun bool) (*admissionv1.AdmissionResponse, error) {
-	raw, err := json.Marshal(job)
+	req, err := framework.TrainJobReview(admissionv1.Create, job, nil, "system:serviceaccount:"+job.Namespace+":default")
 	if err != nil {
 		return nil, err
 	}
-	return framework.PostReview(addr, trainjob.ValidatePath, &admissionv1.AdmissionRequest{
-		UID:       types.UID("review-" + job.Name),
-		Kind:      metav1.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"},
-		Resource:  metav1.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"},
-		Name:      job.Name,
-		Namespace: job.Namespace,
-		Operation: admissionv1.Create,
-		UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:" + job.Namespace + ":default"},
-		Object:    runtime.RawExtension{Raw: raw},
-		DryRun:    ptr.To(dryRun),
-	}, certs)
+	req.DryRun = ptr.To(dryRun)
+	return framework.PostReview(addr, trainjob.ValidatePath, req, certs)
 }
