@@ -68,6 +68,12 @@ type Request struct {
 	// the caller records the final one with Pipeline.Record (a quota
 	// decision is final only once its reservation is written).
 	RecordLater bool
+
+	// snapshot is the job's runtime snapshot once read for this request
+	// (snapshotRead): the validating webhook asks Governed and then Run
+	// about the same request, and the snapshot is a GET to the apiserver.
+	snapshot     client.Object
+	snapshotRead bool
 }
 
 // Verdict is what the pipeline made of a request.
@@ -282,23 +288,31 @@ func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request)
 	if req.OldTrainJob != nil && !req.Audit && (!specChanged(req.OldTrainJob, req.TrainJob) || onlySuspends(req.OldTrainJob, req.TrainJob)) {
 		return nil, nil
 	}
-	rt, err := runtimeOf(ctx, c, req.TrainJob, req.Operation == engine.Update)
+	rt, err := req.runtimeOf(ctx, c)
 	if err != nil || !engine.Governs(rt) {
 		return nil, err
 	}
 	return rt, nil
 }
 
-// runtimeOf is what the Trainer builds job's pods from: for a stored job
+// runtimeOf is what the Trainer builds the job's pods from: for a stored job
 // (an update, a resume, audit), its runtime snapshot when it has one, else
-// its runtime. A create has no snapshot yet.
-func runtimeOf(ctx context.Context, c Cluster, job *trainer.TrainJob, stored bool) (client.Object, error) {
-	if stored {
-		if snap, err := c.Snapshot(ctx, job); snap != nil || err != nil {
-			return snap, err
+// its runtime. A create has no snapshot yet. The snapshot is read once per
+// request; the runtime comes from the cache each time.
+func (req *Request) runtimeOf(ctx context.Context, c Cluster) (client.Object, error) {
+	if req.Operation == engine.Update {
+		if !req.snapshotRead {
+			snap, err := c.Snapshot(ctx, req.TrainJob)
+			if err != nil {
+				return nil, err
+			}
+			req.snapshot, req.snapshotRead = snap, true
+		}
+		if req.snapshot != nil {
+			return req.snapshot, nil
 		}
 	}
-	return c.Runtime(ctx, job)
+	return c.Runtime(ctx, req.TrainJob)
 }
 
 func validateRequest(req *Request) error {

@@ -119,7 +119,10 @@ func (p *Pipeline) StoredRenderer(c Cluster, ns *Namespace) func(context.Context
 			return view, nil
 		}
 		js, jsErr := c.JobSet(ctx, job)
-		if jsErr != nil || js == nil {
+		switch {
+		case jsErr != nil:
+			return nil, fmt.Errorf("%w (and its JobSet, to charge it from, could not be read: %v)", err, jsErr)
+		case js == nil:
 			return nil, fmt.Errorf("%w (and it has no JobSet yet to charge it from)", err)
 		}
 		return render.OfJobSet(js, ns.LimitRanges, ns.RuntimeClasses), nil

@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/test/fixtures"
+)
+
+// snapshotCluster is memCluster whose jobs have a runtime snapshot, counting
+// how often it is read (each read is a GET to the apiserver).
+type snapshotCluster struct {
+	memCluster
+	snapshot client.Object
+	reads    *int
+}
+
+func (s snapshotCluster) Snapshot(context.Context, *trainer.TrainJob) (client.Object, error) {
+	*s.reads++
+	return s.snapshot.DeepCopyObject().(client.Object), nil
+}
+
+// A stored job is judged on its snapshot, not its runtime, and one request
+// reads the snapshot once however often the webhook asks about it; a create
+// has none to read.
+func TestStoredJobsAreJudgedOnTheirSnapshot(t *testing.T) {
+	p := testPipeline(t)
+	snap := fixtures.GPUWorkersRuntime("gpu", "8").Cluster() // the runtime has 4 GPUs per Worker now
+	if err := render.ApplyDefaults(snap); err != nil {
+		t.Fatal(err)
+	}
+	snap.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.ClusterTrainingRuntimeKind))
+	reads := 0
+	c := snapshotCluster{memCluster: testCluster(t), snapshot: snap, reads: &reads}
+	ctx := context.Background()
+
+	old := fixtures.TrainJob("team-a", "run", "gpu").NumNodes(2).NumProcPerNode(8).Suspend(true).Obj()
+	old.UID = "uid-1"
+	resumed := old.DeepCopy()
+	resumed.Spec.Suspend = ptr.To(false)
+	req := &Request{Operation: engine.Update, TrainJob: resumed, OldTrainJob: old}
+	if governed, err := p.Governed(ctx, c, req); err != nil || !governed {
+		t.Fatalf("Governed = %v, %v", governed, err)
+	}
+	v, err := p.Run(ctx, c, req, Admit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.View.GPUsPerWorker; got != 8 {
+		t.Errorf("GPUs per Worker = %d, want the snapshot's 8 (the runtime's is 4)", got)
+	}
+	for _, viol := range v.Decision.Violations {
+		if viol.Policy == "slots-gpus" { // 8 Slots per worker against the runtime's 4 GPUs
+			t.Errorf("judged on the runtime's numbers: %s", viol.Message)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("snapshot read %d times for one request, want 1", reads)
+	}
+
+	reads = 0
+	if _, err := p.Run(ctx, c, &Request{Operation: engine.Create, TrainJob: resumed}, Validate); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 0 {
+		t.Errorf("a create read the snapshot %d times, want 0", reads)
+	}
+}
