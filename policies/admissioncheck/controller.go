@@ -86,13 +86,12 @@ type Reconciler struct {
 	client   client.Client
 	cluster  pipeline.ClientCluster
 	pipeline *pipeline.Pipeline
-	store    *reservations.Store
+	// admitter decides the resume and reserves its quota, as the
+	// validating webhook does for the resume itself.
+	admitter *reservations.Admitter
 	recorder events.EventRecorder
-	// grace is how long the reservation of a job judged Ready waits for its
-	// resume (the webhook's --reservation-grace).
-	grace time.Duration
-	opts  Options
-	clock clock.Clock
+	opts     Options
+	clock    clock.Clock
 	// rejected keeps the message of each Workload this process rejected,
 	// by UID, until Kueue has deactivated it: Kueue then resets every check
 	// to Pending ("Reset to Pending after eviction. Previously: Rejected"),
@@ -106,11 +105,10 @@ type Reconciler struct {
 const rejectedSize = 1024
 
 // SetupWithManager registers the controllers of Workloads and of
-// AdmissionChecks. p is the admission pipeline, store the quota
-// reservations (written with the manager's client), grace how long a
-// reservation holds before its resume must land. It returns ErrNoKueue when
+// AdmissionChecks. p is the admission pipeline, admitter the quota
+// reservation transaction the webhooks share. It returns ErrNoKueue when
 // Kueue's CRDs are not installed.
-func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservations.Store, grace time.Duration, opts Options) error {
+func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *reservations.Admitter, opts Options) error {
 	// Kueue counts requeueAfterSeconds in whole seconds: less than one would
 	// requeue a Retry Workload at once, reserving and releasing it in a loop.
 	if opts.RetryBackoff < time.Second {
@@ -131,9 +129,8 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservation
 		client:   mgr.GetClient(),
 		cluster:  pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		pipeline: p,
-		store:    store,
+		admitter: admitter,
 		recorder: mgr.GetEventRecorder("mpiguard-admission-check"),
-		grace:    grace,
 		opts:     opts,
 		clock:    clock.RealClock{},
 		rejected: lru.New(rejectedSize),

@@ -69,7 +69,7 @@ func TestRequeueAfter(t *testing.T) {
 
 // TestSetupRefusesASubSecondBackoff: Kueue would requeue at once.
 func TestSetupRefusesASubSecondBackoff(t *testing.T) {
-	err := SetupWithManager(nil, nil, nil, 0, Options{RetryBackoff: 500 * time.Millisecond})
+	err := SetupWithManager(nil, nil, nil, Options{RetryBackoff: 500 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "at least 1s") {
 		t.Fatalf("SetupWithManager with a 500ms backoff: %v; want an error saying at least 1s", err)
 	}

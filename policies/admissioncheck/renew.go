@@ -2,7 +2,6 @@ package admissioncheck
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -38,8 +37,8 @@ func (r *Reconciler) renew(ctx context.Context, wl *kueue.Workload) (reconcile.R
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if left > r.grace/2 {
-		return reconcile.Result{RequeueAfter: left - r.grace/2}, nil
+	if left > r.admitter.Grace()/2 {
+		return reconcile.Result{RequeueAfter: left - r.admitter.Grace()/2}, nil
 	}
 	out, job, err := r.evaluate(ctx, wl)
 	if err != nil || out == nil {
@@ -58,17 +57,12 @@ func (r *Reconciler) renew(ctx context.Context, wl *kueue.Workload) (reconcile.R
 // heldFor is how long the reservation entry of job (same name and UID)
 // still holds on trust, 0 when it has none.
 func (r *Reconciler) heldFor(ctx context.Context, job *trainer.TrainJob) (time.Duration, error) {
-	res, err := r.store.Get(ctx, job.Namespace, false)
-	if err != nil {
-		return 0, fmt.Errorf("reading the quota reservations of %q: %w", job.Namespace, err)
+	e, err := r.admitter.Entry(ctx, job)
+	if err != nil || e == nil {
+		return 0, err
 	}
-	for _, e := range res.Spec.Entries {
-		if e.TrainJob == job.Name && e.UID == job.UID {
-			return max(e.HoldUntil.Sub(r.clock.Now()), 0), nil
-		}
-	}
-	return 0, nil
+	return max(e.HoldUntil.Sub(r.clock.Now()), 0), nil
 }
 
 // renewAfter is when a reservation written now is renewed: half its grace.
-func (r *Reconciler) renewAfter() time.Duration { return r.grace / 2 }
+func (r *Reconciler) renewAfter() time.Duration { return r.admitter.Grace() / 2 }

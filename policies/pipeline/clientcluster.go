@@ -19,7 +19,7 @@ import (
 // controller-runtime clients: the webhooks read the manager's cache, the
 // command line a plain client. Nothing is reserved: the quota decisions of
 // jobs that start pods read their namespace's reservations and quotas live
-// (webhooks/trainjob/reserve.go).
+// (policies/quota/reservations/transaction.go).
 type ClientCluster struct {
 	// Reader reads the objects a decision depends on.
 	Reader client.Reader

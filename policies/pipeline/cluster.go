@@ -49,7 +49,7 @@ type Namespace struct {
 
 // WithQuotaState returns a Cluster that reads like c, except that every
 // namespace has quotas and reserved as its ResourceQuotas and reservations:
-// what one round of quota decisions read (webhooks/trainjob/reserve.go).
+// what one round of quota decisions read (policies/quota/reservations/transaction.go).
 func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation) Cluster {
 	return quotaState{Cluster: c, quotas: quotas, reserved: reserved}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -22,15 +21,9 @@ import (
 type admitter struct {
 	cluster  cluster
 	pipeline *pipeline.Pipeline
-	// reservations records the quota admitted jobs hold until their pods exist.
-	reservations *reservations.Store
-	// batches runs the quota decisions of each namespace in batches (batch.go).
-	batches *batches[*quotaDecision]
-	// grace is how long an entry is taken on trust before its TrainJob must show.
-	grace time.Duration
-	// maxUnconfirmed caps the entries a namespace holds on trust (0: no cap).
-	maxUnconfirmed int
-	metrics        webhookMetrics
+	// reservations decides the jobs that start pods and records the quota
+	// they hold until their pods exist.
+	reservations *reservations.Admitter
 	// recorder writes the Warning events of denied updates (events.go); nil: none.
 	recorder events.EventRecorder
 }

@@ -48,7 +48,7 @@ func DefaultPolicyOptions() PolicyOptions {
 		ns = "mpiguard-system"
 	}
 	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout,
-		MaxUnconfirmedReservations: trainjob.DefaultMaxUnconfirmedReservations}
+		MaxUnconfirmedReservations: reservations.DefaultMaxUnconfirmed}
 }
 
 // AddFlags binds policy flags.
@@ -115,13 +115,16 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	if err := setupAudit(mgr, p, loader, o.Namespace, ao); err != nil {
 		return err
 	}
-	// The webhook and the Kueue check write QuotaReservations through one
-	// store: each decides on the other's last write, not an older cached copy.
+	// The webhook and the Kueue check reserve through one transaction: their
+	// decisions in a namespace are batched together, each on the other's
+	// last write.
 	store := reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.Namespace)
-	if err := setupKueueCheck(mgr, p, store, o, ko); err != nil {
+	admitter := reservations.NewAdmitter(store, pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}, p,
+		reservations.AdmitterOptions{Grace: o.ReservationGrace, MaxUnconfirmed: o.MaxUnconfirmedReservations, Recorder: mgr.GetEventRecorder("mpiguard-quota")})
+	if err := setupKueueCheck(mgr, p, admitter, ko); err != nil {
 		return err
 	}
-	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, ReservationGrace: o.ReservationGrace, MaxUnconfirmedReservations: o.MaxUnconfirmedReservations, Namespace: o.Namespace, Reservations: store})
+	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, Reservations: admitter})
 }
 
 // setupAudit runs audit on the elected leader with the webhooks' pipeline,
@@ -150,11 +153,11 @@ func setupAudit(mgr ctrl.Manager, p *pipeline.Pipeline, loader *reload.Reconcile
 // leader with the webhooks' pipeline, reserving namespace quota in the same
 // QuotaReservations the validating webhook writes. Without Kueue's CRDs it is
 // off and mpiguard still serves admission.
-func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, store *reservations.Store, o PolicyOptions, ko admissioncheck.Options) error {
+func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *reservations.Admitter, ko admissioncheck.Options) error {
 	if !ko.Enabled {
 		return nil
 	}
-	err := admissioncheck.SetupWithManager(mgr, p, store, o.ReservationGrace, ko)
+	err := admissioncheck.SetupWithManager(mgr, p, admitter, ko)
 	if errors.Is(err, admissioncheck.ErrNoKueue) {
 		ctrl.Log.WithName("kueue-admission-check").Info(err.Error())
 		return nil

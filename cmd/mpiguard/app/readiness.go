@@ -19,7 +19,7 @@ import (
 )
 
 // decisionReads are the types the TrainJob webhooks read from the cache to
-// decide (webhooks/trainjob: cluster.go, reserve.go; the quota reservations'
+// decide (webhooks/trainjob/cluster.go; the quota reservation transaction's
 // store; the policy ConfigMaps of policies/reload).
 func decisionReads() []client.Object {
 	return []client.Object{

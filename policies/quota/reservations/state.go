@@ -20,7 +20,7 @@ import (
 // State is what a quota decision in one namespace reads: the namespace's
 // ResourceQuotas, with status.used as the apiserver holds it, and what is held
 // against them on top of status.used. The validating webhook decides with it
-// (webhooks/trainjob/reserve.go) and audit judges waiting jobs with it
+// (policies/quota/reservations/transaction.go) and audit judges waiting jobs with it
 // (policies/audit), so both report the same numbers.
 type State struct {
 	Quotas  []corev1.ResourceQuota
@@ -61,7 +61,7 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 		}
 		view, err := renderStored(ctx, other)
 		if err != nil {
-			return State{}, fmt.Errorf("rendering TrainJob %s, which holds quota in %q: %w", other.Name, ns, err)
+			return State{}, &UnknownChargeError{Job: other, Err: err}
 		}
 		if view == nil {
 			continue // creates no pods: holds nothing
@@ -143,3 +143,18 @@ func (e *NotSyncedError) Error() string {
 	return fmt.Sprintf("ResourceQuota %s/%s is not synced yet: its status does not count %s as its spec limits them (the quota controller updates it within seconds of a change)",
 		e.Namespace, e.Name, strings.Join(e.Resources, ", "))
 }
+
+// UnknownChargeError is a stored TrainJob that will create pods in the
+// namespace but whose charge cannot be known: it neither renders nor has a
+// JobSet to charge it from. No decision of the namespace that starts pods
+// can be exact until it is fixed or gone, so they fail closed, naming it.
+type UnknownChargeError struct {
+	Job *trainer.TrainJob
+	Err error
+}
+
+func (e *UnknownChargeError) Error() string {
+	return fmt.Sprintf("rendering TrainJob %s, which holds quota in %q: %v", e.Job.Name, e.Job.Namespace, e.Err)
+}
+
+func (e *UnknownChargeError) Unwrap() error { return e.Err }

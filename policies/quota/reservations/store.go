@@ -58,7 +58,7 @@ func NewStore(cache, live client.Reader, writer client.Writer, namespace string)
 // Get returns the QuotaReservation of a governed namespace: from the cache or
 // this process's last write, whichever is newer, or from the apiserver when
 // live, with every part's pod shape inline. A namespace without one gets an empty object with no resourceVersion
-// (Record then creates it).
+// (put then creates it).
 func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error) {
 	key := client.ObjectKey{Namespace: s.Namespace, Name: namespace}
 	reader := s.cache
@@ -103,11 +103,11 @@ func newer(a, b string) bool {
 	return errA == nil && errB == nil && x > y
 }
 
-// Put writes res as read plus entries (each replacing any entry of the same
+// put writes res as read plus entries (each replacing any entry of the same
 // TrainJob: name and UID, SameJob): a create when res has no resourceVersion, else an update that
 // carries the resourceVersion read, so it fails with a conflict when anyone
 // wrote since.
-func (s *Store) Put(ctx context.Context, res *v1alpha1.QuotaReservation, entries ...v1alpha1.ReservationEntry) error {
+func (s *Store) put(ctx context.Context, res *v1alpha1.QuotaReservation, entries ...v1alpha1.ReservationEntry) error {
 	out := res.DeepCopy()
 	for _, e := range entries {
 		// A copy: compact rewrites the parts, which the caller may still hold.
@@ -136,9 +136,9 @@ func (s *Store) remember(obj *v1alpha1.QuotaReservation) {
 	}
 }
 
-// Retryable says whether a write failed only because someone wrote first: read
+// retryable says whether a write failed only because someone wrote first: read
 // live and decide again.
-func Retryable(err error) bool {
+func retryable(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err)
 }
 

@@ -33,20 +33,20 @@ func TestPutConflictsOnAStaleRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, empty, entry("a", 1)); err != nil {
+	if err := s.put(ctx, empty, entry("a", 1)); err != nil {
 		t.Fatalf("first create: %v", err)
 	}
-	if err := s.Put(ctx, empty, entry("b", 1)); !apierrors.IsAlreadyExists(err) || !Retryable(err) {
+	if err := s.put(ctx, empty, entry("b", 1)); !apierrors.IsAlreadyExists(err) || !retryable(err) {
 		t.Fatalf("a second create from the same empty read = %v, want AlreadyExists (retryable)", err)
 	}
 	read, err := s.Get(ctx, "team-a", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, read, entry("b", 1)); err != nil {
+	if err := s.put(ctx, read, entry("b", 1)); err != nil {
 		t.Fatalf("update from a fresh read: %v", err)
 	}
-	if err := s.Put(ctx, read, entry("c", 1)); !apierrors.IsConflict(err) || !Retryable(err) {
+	if err := s.put(ctx, read, entry("c", 1)); !apierrors.IsConflict(err) || !retryable(err) {
 		t.Fatalf("update from a stale read = %v, want a conflict (retryable)", err)
 	}
 	got, err := s.Get(ctx, "team-a", true)
@@ -69,7 +69,7 @@ func TestGetPrefersOwnNewerWrite(t *testing.T) {
 	}
 	cacheCopy := stale.DeepCopy()
 	s.cache = fixedReader{cacheCopy}
-	if err := s.Put(ctx, stale, entry("a", 1)); err != nil {
+	if err := s.put(ctx, stale, entry("a", 1)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, "team-a", false)

@@ -1,4 +1,4 @@
-package trainjob
+package reservations
 
 import (
 	"sync"
