@@ -84,13 +84,15 @@ type compiledSet struct {
 	// policies (logged only); mutate evaluates the mutate rules of the others.
 	// Each webhook pass evaluates only what it needs. all evaluates both: the
 	// validating pass of a job carrying an entry under mpiguard's manager
-	// compares it with the mutation (entries.go).
+	// compares it with the mutation (policies/input, entries.go).
 	validate, mutate, all preparedQuery
 	policies              []string
 	settings              map[string]PolicySettings
 	// params is input.parameters: each policy's parameters, checked and
-	// defaulted against its schema (schema.go).
-	params map[string]any
+	// defaulted against its schema (schema.go); paramsValue is it as an
+	// OPA value, made once per load and shared by every evaluation.
+	params      map[string]any
+	paramsValue *ast.Term
 }
 
 // compile parses, compiles and prepares a policy set. Any error is a
@@ -133,8 +135,16 @@ func compile(ctx context.Context, set PolicySet) (*compiledSet, error) {
 		return nil, err
 	}
 
+	paramsValue, err := ast.InterfaceToValue(params)
+	if err != nil {
+		return nil, fmt.Errorf("parameters as a policy input: %w", err)
+	}
+
 	dryrun := func(policy string) bool { return set.Parameters.Policies[policy].enforcement() == EnforceDryRun }
-	out := &compiledSet{version: set.Version(), policies: slices.Sorted(maps.Keys(known)), settings: set.Parameters.Policies, params: params}
+	out := &compiledSet{
+		version: set.Version(), policies: slices.Sorted(maps.Keys(known)), settings: set.Parameters.Policies,
+		params: params, paramsValue: ast.NewTerm(paramsValue),
+	}
 	for _, p := range []struct {
 		q       *preparedQuery
 		include func(policy, rule string) bool

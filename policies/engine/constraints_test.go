@@ -4,43 +4,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/runtimes/constraints"
 )
-
-// TestConstraintsInput checks that input.runtime.constraints is exactly
-// constraints.PolicyInput of the runtime's annotations, as Rego sees it.
-func TestConstraintsInput(t *testing.T) {
-	cases := map[string]map[string]string{
-		"no annotations":       nil,
-		"unrelated annotation": {"team": "a"},
-		"all four": {
-			constraints.AnnotationMaxWorkers:         "8",
-			constraints.AnnotationMaxGPUsPerWorker:   "0",
-			constraints.AnnotationRequiredNodeLabels: "pool=gpu,nvidia.com/gpu.present",
-			constraints.AnnotationAllowedNamespaces:  "team-a,ml-*",
-		},
-		"malformed": {
-			constraints.AnnotationMaxWorkers:         "many",
-			constraints.AnnotationRequiredNodeLabels: "bad key!=x",
-		},
-	}
-	for name, annotations := range cases {
-		t.Run(name, func(t *testing.T) {
-			req := mpiRequest("team-a", 2)
-			req.Runtime = RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "rt", Annotations: annotations}
-			got := inputDoc(t, req, nil)["runtime"].(map[string]any)["constraints"]
-			want, err := ast.JSON(ast.MustInterfaceToValue(constraints.PolicyInput(annotations)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("input.runtime.constraints (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 // TestRuntimeConstraintsPolicyAgreesWithCheck evaluates the embedded
 // runtime-constraints policy and constraints.Check (the Go reference) on the
@@ -82,8 +49,8 @@ func TestRuntimeConstraintsPolicyAgreesWithCheck(t *testing.T) {
 			req.View.GPUsPerWorker = tc.gpus
 			req.View.ReplicatedJobs[0].PodTemplate.Spec.NodeSelector = tc.launcher
 			req.View.ReplicatedJobs[1].PodTemplate.Spec.NodeSelector = tc.worker
-			req.Runtime = RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "rt", Annotations: tc.annotations}
-			d, err := eng.Decide(t.Context(), req)
+			req.Runtime = input.RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "rt", Annotations: tc.annotations}
+			d, err := eng.Decide(t.Context(), request(req))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -79,9 +79,9 @@ deny contains "too many" if input.job.numNodes > limit
 				go func() {
 					var err error
 					if pass == "Decide" {
-						_, err = e.Decide(context.Background(), mpiRequest("a", 2))
+						_, err = e.Decide(context.Background(), request(mpiRequest("a", 2)))
 					} else {
-						_, err = e.Mutations(context.Background(), mpiRequest("a", 2))
+						_, err = e.Mutations(context.Background(), request(mpiRequest("a", 2)))
 					}
 					done <- err
 				}()
@@ -133,7 +133,7 @@ deny contains "never" if count([x | some x in numbers.range(1, 100000000)]) < 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = e.Decide(ctx, mpiRequest("a", 4))
+	_, err = e.Decide(ctx, request(mpiRequest("a", 4)))
 	var de *DeadlineError
 	if err == nil || errors.As(err, &de) || !strings.Contains(err.Error(), "stopped, the request ended (context deadline exceeded)") {
 		t.Errorf("Decide past the caller's deadline = %v, want the caller's context error, not the engine's deadline", err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/randfill"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/runtimes/constraints"
@@ -113,10 +114,10 @@ func FuzzDecide(f *testing.F) {
 		if err != nil {
 			return // not renderable: the webhooks refuse it with the renderer's reason
 		}
-		req := &Request{
+		req := &input.Source{
 			Operation: Create, User: "alice", Groups: []string{"ml"},
 			TrainJob: tj, View: view, Namespace: ns, Quotas: quotas,
-			Runtime: RuntimeMeta{Kind: trainer.ClusterTrainingRuntimeKind, Name: rt.Name, Labels: rt.Labels, Annotations: rt.Annotations},
+			Runtime: input.RuntimeMeta{Kind: trainer.ClusterTrainingRuntimeKind, Name: rt.Name, Labels: rt.Labels, Annotations: rt.Annotations},
 		}
 		if reserve {
 			req.Reserved = []Reservation{{TrainJob: "team-a/earlier", Parts: quota.PartsOf(view)}}
@@ -128,7 +129,7 @@ func FuzzDecide(f *testing.F) {
 			req.OldTrainJob.Spec.Suspend = ptr.To(true)
 		}
 
-		m, err := e.Mutations(ctx, req)
+		m, err := e.Mutations(ctx, request(req))
 		if err != nil {
 			t.Fatalf("mutating pass: %v", err)
 		}
@@ -136,7 +137,7 @@ func FuzzDecide(f *testing.F) {
 			if req.View, err = r.Render(ctx, in); err != nil {
 				t.Fatalf("the job no longer renders after mpiguard's mutations %v: %v", m.Changes, err)
 			}
-			again, err := e.Mutations(ctx, req)
+			again, err := e.Mutations(ctx, request(req))
 			if err != nil {
 				t.Fatalf("mutating pass on the mutated job: %v", err)
 			}
@@ -144,7 +145,7 @@ func FuzzDecide(f *testing.F) {
 				t.Fatalf("the mutation does not converge: mutating the mutated job changes it again (%v after %v)", again.Changes, m.Changes)
 			}
 		}
-		d, err := e.Decide(ctx, req)
+		d, err := e.Decide(ctx, request(req))
 		if err != nil {
 			t.Fatalf("validating pass: %v", err)
 		}
@@ -241,13 +242,13 @@ func FuzzDecideRandomRequest(f *testing.F) {
 		f.Add(seed, seed%2 == 0)
 	}
 	f.Fuzz(func(t *testing.T, seed int64, update bool) {
-		req := &Request{}
+		req := &input.Source{}
 		fixtures.RandomFiller(seed).Funcs(
 			func(e *field.Error, c randfill.Continue) {
 				*e = field.Error{Type: field.ErrorTypeInvalid, Field: c.String(20), BadValue: c.String(10), Detail: c.String(30)}
 			},
 		).Fill(req)
-		req.Operation, req.MutationOnly, req.RecordLater = Create, false, true
+		req.Operation = Create
 		if update {
 			req.Operation = Update
 		}
@@ -262,9 +263,12 @@ func FuzzDecideRandomRequest(f *testing.F) {
 		}
 		req.View.MPI = true
 		e, _ := fuzzEngine(t)
+		doc, err := input.New(req)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
 		for _, mutationOnly := range []bool{true, false} {
-			req.MutationOnly = mutationOnly
-			_, err := e.Decide(context.Background(), req)
+			_, err := e.Decide(context.Background(), &Request{Input: doc, MutationOnly: mutationOnly, RecordLater: true})
 			if err != nil && unnamedReplicatedJob(req.View) && strings.Contains(err.Error(), "replicatedJob is empty") {
 				// Known (docs/reliability.md): a replicated job named ""
 				// (the runtime CRD allows it; JobSet refuses it) cannot be

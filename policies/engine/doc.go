@@ -7,8 +7,9 @@
 //	// or engine.New(ctx, set, opts) with set from DefaultPolicySet / LoadPolicySet / PolicySet.Overlay
 //
 //	if !engine.Governs(runtime) { allow untouched }          // only runtimes with mlPolicy.mpi
-//	req := &engine.Request{Operation: engine.Create|engine.Update, User, Groups, DryRun,
-//		TrainJob, OldTrainJob, View /* render.JobView */, Namespace, Quotas, Reserved, Runtime}
+//	doc, err := input.New(&input.Source{Operation: engine.Create|engine.Update, User, Groups, DryRun,
+//		TrainJob, OldTrainJob, View /* render.JobView */, Namespace, Quotas, Reserved, Runtime})
+//	req := &engine.Request{Input: doc}                       // policies/input: built once per job
 //
 //	m, err := eng.Mutations(ctx, req)   // mutating webhook: m.Apply(copy) reports a change
 //	d, err := eng.Decide(ctx, req)      // validating webhook (logs one decision line; no mutations)
@@ -18,10 +19,11 @@
 //	eng.Version(); eng.Policies(); eng.LastError()
 //
 // Any error from Mutations or Decide means the request could not be evaluated:
-// reject it, never allow it. Request.Reserved must hold the jobs quotas do not
+// reject it, never allow it. Source.Reserved must hold the jobs quotas do not
 // count yet (admitted TrainJobs without pods, in-flight submits); serialise
 // decisions per namespace while computing it so concurrent submits cannot
-// together overshoot a quota.
+// together overshoot a quota (Document.WithQuotas judges the same job
+// against another quota state).
 //
 // # Policies
 //
@@ -35,12 +37,14 @@
 //
 // Pod template mutations are collected into one spec.runtimePatches entry with
 // manager mpiguard.io/admission; spec.trainer is never touched. The input
-// document (input.go) and the parameters, checked against each policy's
-// parameters.schema.yaml (schema.go), are described in docs/policies.md.
+// document (policies/input) and the parameters, checked against each
+// policy's parameters.schema.yaml (schema.go), are described in
+// docs/policies.md.
 //
 // The set is compiled once into prepared queries that name every policy's
-// deny, warn and mutate rules; each request's input is a Go struct converted
-// to an OPA value. Enforcement (deny, warn, dryrun) and namespace exemptions
+// deny, warn and mutate rules, and its parameters into an OPA value; each
+// job's input document is built once by the caller, outside the engine, and
+// every evaluation of the job reads it. Enforcement (deny, warn, dryrun) and namespace exemptions
 // come from the parameters and are applied in Go after evaluation; dryrun
 // violations and mutations are logged only.
 package engine

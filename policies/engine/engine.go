@@ -15,6 +15,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mpiguard/mpiguard/policies/input"
 )
 
 // RenderPolicy is the policy (policies/rendered-pods) that denies jobs whose
@@ -118,11 +120,11 @@ func (e *Engine) LastError() error {
 func (e *Engine) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	start := time.Now()
 	set := e.current.Load()
-	if err := validateRequest(req); err != nil {
+	if req == nil || req.Input == nil {
 		e.metrics.decisions.WithLabelValues(policyAll, outcomeError).Inc()
-		return nil, err
+		return nil, errors.New("policy engine: request has no input document (policies/input)")
 	}
-	if !req.View.MPI {
+	if !req.Input.Source().View.MPI {
 		e.metrics.decisions.WithLabelValues(policyAll, outcomeUngoverned).Inc()
 		return &Decision{Allowed: true, PolicySetVersion: set.version, Latency: time.Since(start)}, nil
 	}
@@ -161,37 +163,35 @@ func (e *Engine) Record(req *Request, d *Decision) {
 
 // decide evaluates the pass's rules: mutate rules for a MutationOnly request,
 // the rest otherwise. The validating pass of a job with an entry under
-// mpiguard's manager first checks the entry is mpiguard's (entries.go): one
-// evaluation of every rule computes the mutation to compare it with, and the
-// validation rules are evaluated again, with the differences in the input,
-// only when it is not.
+// mpiguard's manager first checks the entry is mpiguard's (policies/input,
+// entries.go): one evaluation of every rule computes the mutation to compare
+// it with, and the validation rules are evaluated again, with the
+// differences in the input, only when it is not. Every evaluation reads the
+// same input document, built once by the caller.
 func (e *Engine) decide(ctx context.Context, set *compiledSet, req *Request) (*Decision, error) {
 	if req.MutationOnly {
-		return e.evaluate(ctx, set, req, &set.mutate)
+		return e.evaluate(ctx, set, req, nil, &set.mutate)
 	}
-	r := *req
-	r.entries = ownEntriesOf(req)
-	pending := slices.IndexFunc(r.entries, func(e ownEntry) bool { return e.pending })
+	entries := req.Input.Entries()
+	pending := slices.IndexFunc(entries, input.Entry.Pending)
 	if pending < 0 {
-		return e.evaluate(ctx, set, &r, &set.validate)
+		return e.evaluate(ctx, set, req, entries, &set.validate)
 	}
-	d, err := e.evaluate(ctx, set, &r, &set.all)
+	d, err := e.evaluate(ctx, set, req, entries, &set.all)
 	if err != nil {
 		return nil, err
 	}
-	if !compareEntry(&r.entries[pending], req.TrainJob, d.Mutation.RuntimePatch) {
+	if !entries[pending].Compare(req.Input.Source().TrainJob, d.Mutation.RuntimePatch) {
 		d.Mutation = Mutation{} // the validating pass applies nothing
 		return d, nil
 	}
-	return e.evaluate(ctx, set, &r, &set.validate)
+	return e.evaluate(ctx, set, req, entries, &set.validate)
 }
 
-// evaluate runs prepared query q on req and applies enforcement to its results.
-func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request, q *preparedQuery) (*Decision, error) {
-	in, err := buildInput(req, set.params).value() // inputvalue.go
-	if err != nil {
-		return nil, fmt.Errorf("building the policy input: %w", err)
-	}
+// evaluate runs prepared query q on req's input document, with the set's
+// parameters and entries' findings, and applies enforcement to its results.
+func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request, entries []input.Entry, q *preparedQuery) (*Decision, error) {
+	in := req.Input.Value(set.paramsValue, entries)
 	// OPA stops the evaluation when ctx ends: it checks before every
 	// expression and inside the builtins that loop (numbers.range, ...).
 	ctx, cancel := context.WithTimeoutCause(ctx, e.evalTimeout, errEvalDeadline)
@@ -223,23 +223,10 @@ func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request, q
 	return e.assemble(set, q.bindings, req, results)
 }
 
-func validateRequest(req *Request) error {
-	switch {
-	case req == nil || req.TrainJob == nil:
-		return errors.New("policy engine: request has no TrainJob")
-	case req.View == nil:
-		return fmt.Errorf("policy engine: TrainJob %s/%s has no rendered view", req.TrainJob.Namespace, req.TrainJob.Name)
-	case req.Operation != Create && req.Operation != Update:
-		return fmt.Errorf("policy engine: operation %q is not CREATE or UPDATE", req.Operation)
-	case req.Operation == Update && req.OldTrainJob == nil:
-		return fmt.Errorf("policy engine: UPDATE of TrainJob %s/%s without the old object", req.TrainJob.Namespace, req.TrainJob.Name)
-	}
-	return nil
-}
-
 // assemble applies enforcement and exemptions to the raw policy results.
 func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Request, b map[string]any) (*Decision, error) {
 	d := &Decision{Allowed: true, Governed: true, PolicySetVersion: set.version}
+	namespace := req.Input.Source().TrainJob.Namespace
 	var changes []Change
 	for _, qb := range bindings {
 		results, ok := b[qb.name].([]any)
@@ -247,7 +234,7 @@ func (e *Engine) assemble(set *compiledSet, bindings []queryBinding, req *Reques
 			return nil, fmt.Errorf("policy %s: %s results are %T, want an array", qb.policy, qb.rule, b[qb.name])
 		}
 		s := set.settings[qb.policy]
-		exempt, action := s.exempt(req.TrainJob.Namespace), s.enforcement()
+		exempt, action := s.exempt(namespace), s.enforcement()
 		for _, r := range results {
 			if qb.rule == "mutate" {
 				c, err := changeOf(r)
@@ -344,6 +331,7 @@ func sortChanges(cs []Change) {
 
 // record updates metrics and writes the decision log line.
 func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
+	src := req.Input.Source()
 	e.metrics.latency.Observe(d.Latency.Seconds())
 	outcome := outcomeAllowed
 	if !d.Allowed {
@@ -359,7 +347,7 @@ func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
 	for _, p := range set.policies {
 		o := flagged[p]
 		switch {
-		case set.settings[p].exempt(req.TrainJob.Namespace):
+		case set.settings[p].exempt(src.TrainJob.Namespace):
 			o = outcomeExempt
 		case o == "":
 			o = outcomePass
@@ -371,11 +359,11 @@ func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
 	}
 	_ = e.log.write(&decisionLogEntry{
 		Time:             e.now().UTC(),
-		User:             req.User,
-		Namespace:        req.TrainJob.Namespace,
-		TrainJob:         req.TrainJob.Name,
-		Operation:        req.Operation,
-		DryRunRequest:    req.DryRun,
+		User:             src.User,
+		Namespace:        src.TrainJob.Namespace,
+		TrainJob:         src.TrainJob.Name,
+		Operation:        src.Operation,
+		DryRunRequest:    src.DryRun,
 		PolicySetVersion: d.PolicySetVersion,
 		Allowed:          d.Allowed,
 		Violations:       d.Violations,

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/policies"
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -79,8 +80,10 @@ func demoSet(max int, settings PolicySettings) PolicySet {
 	}
 }
 
-func mpiRequest(ns string, nodes int32) *Request {
-	return &Request{
+// mpiRequest is what the input document of a CREATE of an MPI job of nodes
+// Workers in namespace ns is built from (request builds it).
+func mpiRequest(ns string, nodes int32) *input.Source {
+	return &input.Source{
 		Operation: Create,
 		User:      "alice",
 		TrainJob:  &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}},
@@ -95,9 +98,20 @@ func mpiRequest(ns string, nodes int32) *Request {
 	}
 }
 
-func decide(t *testing.T, e *Engine, req *Request) *Decision {
+// request is the engine's request for src, its input document built as the
+// pipeline builds it. A source input.New refuses is a test built wrong: it
+// panics, as it may run in a goroutine.
+func request(src *input.Source) *Request {
+	doc, err := input.New(src)
+	if err != nil {
+		panic(err)
+	}
+	return &Request{Input: doc}
+}
+
+func decide(t *testing.T, e *Engine, req *input.Source) *Decision {
 	t.Helper()
-	d, err := e.Decide(context.Background(), req)
+	d, err := e.Decide(context.Background(), request(req))
 	if err != nil {
 		t.Fatalf("Decide: %v", err)
 	}
@@ -141,7 +155,7 @@ func TestEnforcementAndExemptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := decide(t, e, mpiRequest(tc.ns, tc.nodes))
-			m, err := e.Mutations(context.Background(), mpiRequest(tc.ns, tc.nodes))
+			m, err := e.Mutations(context.Background(), request(mpiRequest(tc.ns, tc.nodes)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +270,12 @@ func TestBadRequestsAreErrors(t *testing.T) {
 	noView.View = nil
 	updateWithoutOld := mpiRequest("a", 1)
 	updateWithoutOld.Operation = Update
-	for name, req := range map[string]*Request{"nil": nil, "no view": noView, "update without old": updateWithoutOld} {
+	for name, src := range map[string]*input.Source{"nil": nil, "no view": noView, "update without old": updateWithoutOld} {
+		if _, err := input.New(src); err == nil {
+			t.Errorf("%s: input.New returned no error", name)
+		}
+	}
+	for name, req := range map[string]*Request{"nil": nil, "no input": {}} {
 		if _, err := e.Decide(context.Background(), req); err == nil {
 			t.Errorf("%s: Decide returned no error", name)
 		}
@@ -277,10 +296,10 @@ func TestMalformedPolicyResultsAreErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d, err := e.Decide(context.Background(), mpiRequest("a", 1)); err == nil && !strings.Contains(name, "mutation") {
+			if d, err := e.Decide(context.Background(), request(mpiRequest("a", 1))); err == nil && !strings.Contains(name, "mutation") {
 				t.Errorf("Decide = %+v, want an error (never a silent allow)", d)
 			}
-			if m, err := e.Mutations(context.Background(), mpiRequest("a", 1)); err == nil && strings.Contains(name, "mutation") {
+			if m, err := e.Mutations(context.Background(), request(mpiRequest("a", 1))); err == nil && strings.Contains(name, "mutation") {
 				t.Errorf("Mutations = %+v, want an error (never a half-applied mutation)", m)
 			}
 		})
@@ -323,7 +342,7 @@ func TestMutationApplyIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mutation, err := e.Mutations(context.Background(), mpiRequest("a", 2))
+	mutation, err := e.Mutations(context.Background(), request(mpiRequest("a", 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +443,7 @@ func TestRenderedPodProblemsDeny(t *testing.T) {
 		if diff := cmp.Diff([]Violation{tc.want}, d.Violations); diff != "" || d.Allowed != tc.allowed {
 			t.Errorf("enforcement %q: allowed %v (want %v), violations (-want +got):\n%s", tc.settings.Enforcement, d.Allowed, tc.allowed, diff)
 		}
-		m, err := e.Mutations(context.Background(), req)
+		m, err := e.Mutations(context.Background(), request(req))
 		if err != nil || len(m.Changes) != 2 {
 			t.Errorf("the mutating pass must not fail on render problems: %v %+v", err, m)
 		}
@@ -444,7 +463,7 @@ func TestDecisionLogLinesNeverInterleave(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range each {
-				if _, err := e.Decide(context.Background(), mpiRequest(fmt.Sprintf("ns-%d-%d", g, i), int32(1+i%4))); err != nil {
+				if _, err := e.Decide(context.Background(), request(mpiRequest(fmt.Sprintf("ns-%d-%d", g, i), int32(1+i%4)))); err != nil {
 					t.Error(err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
@@ -50,10 +51,10 @@ func (f *admissionFlow) admit(job, old *trainer.TrainJob) (*Decision, *trainer.T
 	if err := render.ApplyDefaults(job); err != nil {
 		f.t.Fatal(err)
 	}
-	req := &Request{
+	req := &input.Source{
 		Operation: Create, User: "alice", TrainJob: job, OldTrainJob: old,
 		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: job.Namespace}},
-		Runtime:   RuntimeMeta{Kind: trainer.ClusterTrainingRuntimeKind, Name: f.runtime.Name},
+		Runtime:   input.RuntimeMeta{Kind: trainer.ClusterTrainingRuntimeKind, Name: f.runtime.Name},
 	}
 	if old != nil {
 		req.Operation = Update
@@ -66,14 +67,14 @@ func (f *admissionFlow) admit(job, old *trainer.TrainJob) (*Decision, *trainer.T
 		return v
 	}
 	req.View = view()
-	m, err := f.e.Mutations(ctx, req)
+	m, err := f.e.Mutations(ctx, request(req))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	if m.Apply(job) {
 		req.View = view()
 	}
-	d, err := f.e.Decide(ctx, req)
+	d, err := f.e.Decide(ctx, request(req))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -314,8 +315,8 @@ func TestForeignFields(t *testing.T) {
 		}}, []string{"e.trainingRuntimeSpec.template.metadata"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, foreignFields("e", tc.entry)); diff != "" {
-				t.Errorf("foreignFields (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, input.ForeignFields("e", tc.entry)); diff != "" {
+				t.Errorf("ForeignFields (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mpiguard/mpiguard/policies/input"
 )
 
 // AdmissionManager is the manager of mpiguard's own spec.runtimePatches entry.
-const AdmissionManager = "mpiguard.io/admission"
+const AdmissionManager = input.AdmissionManager
 
 // Fields policies may mutate (the "field" of a mutate result).
 const (
@@ -80,17 +82,17 @@ func (m *Mutation) Apply(tj *trainer.TrainJob) bool {
 // append one. An entry under mpiguard's manager that sets what mpiguard never
 // writes (containers, env, ...) is left alone: it is not mpiguard's, and
 // replacing it would silently drop what its author asked for; the validating
-// pass denies it, saying so (entries.go).
+// pass denies it, saying so (policies/input, entries.go).
 func (m *Mutation) EntryTarget(tj *trainer.TrainJob) (i int, write bool) {
 	if m.RuntimePatch == nil {
 		return 0, false
 	}
-	i = OwnEntryIndex(tj)
+	i = input.OwnEntryIndex(tj)
 	if i < 0 {
 		return -1, true
 	}
 	p := &tj.Spec.RuntimePatches[i]
-	return i, !sameEntry(p.TrainingRuntimeSpec, m.RuntimePatch.TrainingRuntimeSpec) && len(foreignFields("", p)) == 0
+	return i, !input.SameEntry(p.TrainingRuntimeSpec, m.RuntimePatch.TrainingRuntimeSpec) && len(input.ForeignFields("", p)) == 0
 }
 
 // buildMutation turns the policies' changes into a Mutation. Conflicting

@@ -2,9 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"math/big"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,13 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // memoryJob is a job of workers × perWorker memory requests and a launcher
 // requesting launcher memory; each pod declares what it requests.
-func memoryJob(workers int32, perWorker, launcher string) *Request {
+func memoryJob(workers int32, perWorker, launcher string) *input.Source {
 	req := mpiRequest("team-a", workers)
 	req.TrainJob.Spec.ActiveDeadlineSeconds = 3600
 	mem := func(q string) render.Charge {
@@ -38,7 +36,7 @@ func memoryQuotaOf(hard string) corev1.ResourceQuota {
 
 // quotaDenials decides req with the default policies and returns the
 // aggregate-quota messages.
-func quotaDenials(t *testing.T, e *Engine, req *Request) []string {
+func quotaDenials(t *testing.T, e *Engine, req *input.Source) []string {
 	t.Helper()
 	d := decide(t, e, req)
 	var out []string
@@ -63,7 +61,7 @@ func TestQuotaPastInt64(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		req   *Request
+		req   *input.Source
 		quota string
 		want  []string
 	}{
@@ -142,77 +140,5 @@ func TestQuotaDenialNamesHolders(t *testing.T) {
 	want = []string{`TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota "team-a" has 4 of 16 free; reduce workers to 1 or GPUs per worker to 2, or ask an admin to raise the quota`}
 	if diff := cmp.Diff(want, quotaDenials(t, e, req)); diff != "" {
 		t.Errorf("denial (-want +got):\n%s", diff)
-	}
-}
-
-// The quota amounts of input.quotas[].demand are exact past int64: hard,
-// used and held of quantities whose MilliValue arithmetic would wrap around
-// reach Rego as the exact integers (the policy subtracts them).
-func TestDemandAmountsExact(t *testing.T) {
-	q := corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "q"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.memory": resource.MustParse("1Ki")}},
-		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}},
-	}
-	held := &render.JobView{ReplicatedJobs: []render.ReplicatedJobView{{
-		Name: "node", Pods: 2, PerPod: render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse("8Pi")}},
-	}}}
-	req := memoryJob(2, "8Pi", "0")
-	req.Quotas = []corev1.ResourceQuota{q}
-	req.Reserved = []Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(held)}}
-	d := quotasDoc(t, req)[0].(map[string]any)["demand"].(map[string]any)["requests.memory"].(map[string]any)
-	eightPiMilli := new(big.Int).Mul(big.NewInt(9007199254740992), big.NewInt(1000))
-	want := map[string]any{
-		"hard":  mustJSON(t, "1024000"),
-		"used":  mustJSON(t, fmt.Sprint(int64(math.MaxInt64))),
-		"held":  mustJSON(t, new(big.Int).Mul(eightPiMilli, big.NewInt(2)).String()),
-		"milli": mustJSON(t, new(big.Int).Mul(eightPiMilli, big.NewInt(2)).String()),
-	}
-	for k, w := range want {
-		if diff := cmp.Diff(w, d[k]); diff != "" {
-			t.Errorf("demand.%s (-want +got):\n%s", k, diff)
-		}
-	}
-}
-
-// The input's quantities are exact past int64: quantities whose int64 milli
-// amounts collide (MilliValue wraps around modulo 2^64) stay apart.
-func TestQuantitiesPastInt64(t *testing.T) {
-	sixteenPi := resource.MustParse("16Pi")
-	// 16Pi + 2^64 milli: the same MilliValue and format as 16Pi.
-	wrapped := resource.MustParse("36461142583191535616m")
-	wrapped.Format = resource.BinarySI
-	if sixteenPi.MilliValue() != wrapped.MilliValue() {
-		t.Fatalf("the amounts do not collide as int64 milli: %d, %d", sixteenPi.MilliValue(), wrapped.MilliValue())
-	}
-	for _, q := range []resource.Quantity{sixteenPi, wrapped} {
-		req := mpiRequest("team-a", 2)
-		req.View.ReplicatedJobs[1].PerPod = render.Charge{Requests: corev1.ResourceList{"memory": q}}
-		got := inputDoc(t, req, nil)["job"].(map[string]any)["replicatedJobs"].([]any)[1].(map[string]any)["perPod"].(map[string]any)["requests"]
-		want := map[string]any{"memory": map[string]any{
-			"milli":   mustJSON(t, quota.Milli(q).String()),
-			"value":   mustJSON(t, string(units(quota.Milli(q)))),
-			"display": q.String(),
-		}}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", q.String(), diff)
-		}
-	}
-	if got := quantityOf(sixteenPi).Value; got != "18014398509481984" {
-		t.Errorf("16Pi value = %s, want 18014398509481984", got)
-	}
-}
-
-func TestUnits(t *testing.T) {
-	for milli, want := range map[string]string{
-		"0": "0", "4000": "4", "1500": "1.5", "1": "0.001", "-1500": "-1.5", "-500": "-0.5", "10": "0.01",
-		"18014398509481984000":                  "18014398509481984",
-		"36461142583191535616":                  "36461142583191535.616",
-		"1000000000000000000000000000000000001": "1000000000000000000000000000000000.001",
-	} {
-		m, _ := new(big.Int).SetString(milli, 10)
-		if got := units(m); string(got) != want {
-			t.Errorf("units(%s) = %s, want %s", milli, got, want)
-		}
 	}
 }

@@ -4,29 +4,27 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/quota"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
-// Operation is the admission operation being decided.
-type Operation string
+// Operation is the admission operation being decided (policies/input).
+type Operation = input.Operation
 
 const (
-	Create Operation = "CREATE"
-	Update Operation = "UPDATE"
+	Create = input.Create
+	Update = input.Update
 )
 
-// Request is everything one admission decision depends on. The engine reads it
+// Request is one evaluation of a job's input document. The engine reads it
 // and never modifies it.
 type Request struct {
-	Operation Operation
-	// User and Groups identify who submitted (for the decision log and policies).
-	User   string
-	Groups []string
-	DryRun bool
+	// Input is the job's policy input document (policies/input), built once
+	// per job by the caller; what it was built from (Input.Source()) names
+	// the job in the decision log and exemptions.
+	Input *input.Document
 	// MutationOnly marks the mutating webhook's pass: it is evaluated for its
 	// mutations only and is neither logged nor counted, so each admission shows
 	// up once in the decision log and metrics (the validating pass).
@@ -34,37 +32,6 @@ type Request struct {
 	// RecordLater leaves the decision out of the log and metrics: the caller
 	// calls Engine.Record with the final decision (see Engine.Record).
 	RecordLater bool
-
-	// TrainJob is the submitted object; OldTrainJob the stored one on UPDATE.
-	TrainJob    *trainer.TrainJob
-	OldTrainJob *trainer.TrainJob
-	// View is what TrainJob renders to with its runtime (policies/render).
-	View *render.JobView
-
-	// Namespace is the TrainJob's namespace (labels and annotations matter).
-	Namespace *corev1.Namespace
-	// Quotas are the namespace's ResourceQuotas; their status.used is honoured.
-	Quotas []corev1.ResourceQuota
-	// Reserved are jobs that quotas do not count yet but will: TrainJobs admitted
-	// whose pods do not exist yet, and submits being admitted right now. They are
-	// added to each quota's status.used. Do not include TrainJob itself.
-	Reserved []Reservation
-
-	// Runtime is the metadata of the (Cluster)TrainingRuntime the job uses, so
-	// policies can key on runtime labels and annotations.
-	Runtime RuntimeMeta
-
-	// entries are the TrainJob's entries under mpiguard's manager, as the
-	// validating pass checked them (entries.go); set on the engine's copy.
-	entries []ownEntry
-}
-
-// RuntimeMeta identifies a (Cluster)TrainingRuntime to policies.
-type RuntimeMeta struct {
-	Kind        string
-	Name        string
-	Labels      map[string]string
-	Annotations map[string]string
 }
 
 // Reservation is an admitted job a quota will be charged for but does not

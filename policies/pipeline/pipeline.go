@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -177,7 +178,10 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 	if err != nil {
 		return nil, err
 	}
-	er := &engine.Request{
+	// The policy input of the job, built once: the mutating and the
+	// validating pass and every quota state the job is judged against
+	// (Requote) read it; only a mutation that changes the job builds it again.
+	src := &input.Source{
 		Operation:   req.Operation,
 		User:        req.User,
 		Groups:      req.Groups,
@@ -190,6 +194,11 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		Reserved:    WithoutJob(ns.Reserved, job),
 		Runtime:     runtimeMeta(rt),
 	}
+	doc, err := input.New(src)
+	if err != nil {
+		return nil, err
+	}
+	er := &engine.Request{Input: doc}
 	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er}
 
 	if stage != Validate {
@@ -210,7 +219,10 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 			if view, err = p.renderer.Render(ctx, in); err != nil {
 				return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
 			}
-			v.View, er.View = view, view
+			v.View, src.View = view, view
+			if er.Input, err = input.New(src); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -223,7 +235,7 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 // judge is the validating step of Run and Requote: the engine's decision on
 // er, with the denials of an update that leaves the job suspended deferred.
 func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) (*engine.Decision, error) {
-	deferred := staysSuspended(req.OldTrainJob, er.TrainJob)
+	deferred := staysSuspended(req.OldTrainJob, er.Input.Source().TrainJob)
 	er.RecordLater = req.RecordLater || deferred
 	d, err := p.engine.Decide(ctx, er)
 	if err != nil {
@@ -248,7 +260,7 @@ func (p *Pipeline) Requote(ctx context.Context, req *Request, v *Verdict, quotas
 		return nil, errors.New("requote: only a governed verdict with a decision (stage Validate or Admit) can be judged again")
 	}
 	er := *v.request
-	er.Quotas, er.Reserved = quotas, WithoutJob(reserved, er.TrainJob)
+	er.Input = er.Input.WithQuotas(quotas, WithoutJob(reserved, v.TrainJob))
 	d, err := p.judge(ctx, req, &er)
 	if err != nil {
 		return nil, err
@@ -337,8 +349,8 @@ func (req *Request) raw() []byte {
 	return b
 }
 
-func runtimeMeta(rt client.Object) engine.RuntimeMeta {
-	return engine.RuntimeMeta{
+func runtimeMeta(rt client.Object) input.RuntimeMeta {
+	return input.RuntimeMeta{
 		Kind:        rt.GetObjectKind().GroupVersionKind().Kind,
 		Name:        rt.GetName(),
 		Labels:      rt.GetLabels(),

@@ -4,6 +4,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/input"
 )
 
 // restoreStored adds to m, the mutation of an UPDATE, what mpiguard decided
@@ -34,8 +35,8 @@ func restoreStored(m *engine.Mutation, old, job *trainer.TrainJob) {
 	if m.ActiveDeadlineSeconds == nil && job.Spec.ActiveDeadlineSeconds == 0 && old.Spec.ActiveDeadlineSeconds > 0 {
 		m.ActiveDeadlineSeconds = new(old.Spec.ActiveDeadlineSeconds)
 	}
-	if m.RuntimePatch == nil && engine.OwnEntryIndex(job) < 0 {
-		if i := engine.OwnEntryIndex(old); i >= 0 {
+	if m.RuntimePatch == nil && input.OwnEntryIndex(job) < 0 {
+		if i := input.OwnEntryIndex(old); i >= 0 {
 			m.RuntimePatch = old.Spec.RuntimePatches[i].DeepCopy()
 		}
 	}

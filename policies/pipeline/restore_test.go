@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -98,8 +99,8 @@ func TestUpdateWithoutDecisionsGetsThemBack(t *testing.T) {
 		t.Fatalf("create: allowed %t, %v; want allowed", created.Allowed(), err)
 	}
 	stored := created.TrainJob
-	if stored.Spec.ActiveDeadlineSeconds == 0 || engine.OwnEntryIndex(stored) < 0 {
-		t.Fatalf("stored job has deadline %d and entry at %d; want both", stored.Spec.ActiveDeadlineSeconds, engine.OwnEntryIndex(stored))
+	if stored.Spec.ActiveDeadlineSeconds == 0 || input.OwnEntryIndex(stored) < 0 {
+		t.Fatalf("stored job has deadline %d and entry at %d; want both", stored.Spec.ActiveDeadlineSeconds, input.OwnEntryIndex(stored))
 	}
 
 	resume := stored.DeepCopy()

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -34,8 +35,9 @@ func policyConfigMap(name, kind string, data map[string]string) *corev1.ConfigMa
 	}
 }
 
-func request(nodes int32) *engine.Request {
-	return &engine.Request{
+func request(t *testing.T, nodes int32) *engine.Request {
+	t.Helper()
+	doc, err := input.New(&input.Source{
 		Operation: engine.Create,
 		TrainJob: &trainer.TrainJob{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train"},
@@ -45,12 +47,16 @@ func request(nodes int32) *engine.Request {
 		View: &render.JobView{MPI: true, NumNodes: nodes, SlotsPerWorker: 1, ReplicatedJobs: []render.ReplicatedJobView{
 			{Name: "node", Role: render.RoleWorker, Pods: nodes},
 		}},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return &engine.Request{Input: doc}
 }
 
 func allowed(t *testing.T, e *engine.Engine, nodes int32) bool {
 	t.Helper()
-	d, err := e.Decide(context.Background(), request(nodes))
+	d, err := e.Decide(context.Background(), request(t, nodes))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
-	runtimesv1alpha1 "github.com/mpiguard/mpiguard/runtimes/api/v1alpha1"
+	mpiguardv1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
 // schemeBuilders are the API groups mpiguard reads and writes. Components with
@@ -19,8 +18,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	clientgoscheme.AddToScheme,
 	trainer.AddToScheme,
 	jobsetv1alpha2.AddToScheme,
-	runtimesv1alpha1.AddToScheme,
-	quotav1alpha1.AddToScheme,
+	mpiguardv1alpha1.AddToScheme, // mpiguard.io: QuotaReservation, RuntimeTest
 	reportsv1alpha1.Install,
 	kueuev1beta2.AddToScheme,
 }

@@ -1,7 +1,15 @@
-// Package v1alpha1 holds mpiguard's quota reservation API (group mpiguard.io):
-// the QuotaReservation object through which every mpiguard replica records,
-// with the apiserver's optimistic concurrency, the quota it has promised to
-// admitted TrainJobs whose pods do not exist yet.
+// Package v1alpha1 is mpiguard's API group mpiguard.io/v1alpha1, every type
+// of it in one package (one scheme registration, one generated deepcopy):
+//
+//   - QuotaReservation (quotareservation_types.go), through which every
+//     mpiguard replica records, with the apiserver's optimistic concurrency,
+//     the quota it has promised to admitted TrainJobs whose pods do not
+//     exist yet (policies/quota/reservations);
+//   - RuntimeTest (runtimetest_types.go), the smoke test that proves a
+//     runtime works (runtimes/smoketest).
+//
+// It lives with the quota reservations, the group's first and most used
+// types; it imports apimachinery only, so it stays cheap to import.
 // +kubebuilder:object:generate=true
 // +groupName=mpiguard.io
 package v1alpha1
@@ -13,7 +21,7 @@ import (
 )
 
 var (
-	// GroupVersion is the API group and version of the quota reservation types.
+	// GroupVersion is the API group and version of mpiguard's types.
 	GroupVersion = schema.GroupVersion{Group: "mpiguard.io", Version: "v1alpha1"}
 	// SchemeBuilder registers the types with a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
@@ -22,7 +30,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &QuotaReservation{}, &QuotaReservationList{})
+	s.AddKnownTypes(GroupVersion, &QuotaReservation{}, &QuotaReservationList{}, &RuntimeTest{}, &RuntimeTestList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -1,4 +1,4 @@
-package engine
+package input
 
 import (
 	"encoding/json"
@@ -10,6 +10,9 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
+
+// AdmissionManager is the manager of mpiguard's own spec.runtimePatches entry.
+const AdmissionManager = "mpiguard.io/admission"
 
 // mpiguard's own spec.runtimePatches entry (manager AdmissionManager) is
 // written by the mutating webhook, and the Trainer applies it like any other
@@ -29,7 +32,7 @@ import (
 // mpiguard-entry policy denies, with the message. Its env is evaluated like
 // any other entry's (input.trainJob.env).
 
-// ownEntry is what the validating pass found about one entry under
+// Entry is what the validating pass found about one entry under
 // mpiguard's manager: its index and path (field, spec.runtimePatches[i]), the
 // paths of what it sets that mpiguard never writes (foreign), the paths where
 // it differs from mpiguard's entry for this job (differences: the whole entry
@@ -37,7 +40,7 @@ import (
 // this is a second one (unwanted), whether its content is still to be compared
 // with the mutation (pending), and mpiguard's entry of the stored TrainJob on
 // UPDATE (stored, or nil).
-type ownEntry struct {
+type Entry struct {
 	index                int
 	field                string
 	foreign, differences []string
@@ -48,25 +51,25 @@ type ownEntry struct {
 // maxEntryPaths bounds the paths reported per entry: the message names a few.
 const maxEntryPaths = 20
 
-// ownEntriesOf finds the entries under mpiguard's manager of req's TrainJob,
+// ownEntriesOf finds the entries under mpiguard's manager of src's TrainJob,
 // with what can be told without the mutation: what they set that mpiguard
 // never writes, a second entry, and on UPDATE the entry stored with the job.
-func ownEntriesOf(req *Request) []ownEntry {
-	var out []ownEntry
-	for i := range req.TrainJob.Spec.RuntimePatches {
-		p := &req.TrainJob.Spec.RuntimePatches[i]
+func ownEntriesOf(src *Source) []Entry {
+	var out []Entry
+	for i := range src.TrainJob.Spec.RuntimePatches {
+		p := &src.TrainJob.Spec.RuntimePatches[i]
 		if p.Manager != AdmissionManager {
 			continue
 		}
 		field := fmt.Sprintf("spec.runtimePatches[%d]", i)
-		e := ownEntry{index: i, field: field, foreign: foreignFields(field, p)}
-		if old := req.OldTrainJob; req.Operation == Update && old != nil && OwnEntryIndex(old) >= 0 {
+		e := Entry{index: i, field: field, foreign: ForeignFields(field, p)}
+		if old := src.OldTrainJob; src.Operation == Update && old != nil && OwnEntryIndex(old) >= 0 {
 			e.stored = &old.Spec.RuntimePatches[OwnEntryIndex(old)]
 		}
 		switch {
 		case len(out) > 0:
 			e.differences, e.unwanted = []string{field}, true
-		case e.stored != nil && sameEntry(e.stored.TrainingRuntimeSpec, p.TrainingRuntimeSpec):
+		case e.stored != nil && SameEntry(e.stored.TrainingRuntimeSpec, p.TrainingRuntimeSpec):
 			// Written when the job was admitted: the mutating pass of an
 			// UPDATE leaves it alone when the policies ask for nothing new.
 		default:
@@ -83,10 +86,14 @@ func OwnEntryIndex(tj *trainer.TrainJob) int {
 	return slices.IndexFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == AdmissionManager })
 }
 
-// compareEntry settles a pending entry against want, mpiguard's entry for this
-// job (nil: the mutation writes none; on UPDATE the stored one stays), and
-// says whether it differs.
-func compareEntry(e *ownEntry, tj *trainer.TrainJob, want *trainer.RuntimePatch) bool {
+// Pending says whether e's content is still to be compared with the
+// mutation (Compare).
+func (e Entry) Pending() bool { return e.pending }
+
+// Compare settles pending entry e of tj against want, mpiguard's entry for
+// this job (nil: the mutation writes none; on UPDATE the stored one stays),
+// and says whether it differs.
+func (e *Entry) Compare(tj *trainer.TrainJob, want *trainer.RuntimePatch) bool {
 	e.pending = false
 	got := &tj.Spec.RuntimePatches[e.index]
 	if want == nil {
@@ -96,7 +103,7 @@ func compareEntry(e *ownEntry, tj *trainer.TrainJob, want *trainer.RuntimePatch)
 		e.differences, e.unwanted = []string{e.field}, true
 		return true
 	}
-	if sameEntry(got.TrainingRuntimeSpec, want.TrainingRuntimeSpec) {
+	if SameEntry(got.TrainingRuntimeSpec, want.TrainingRuntimeSpec) {
 		return false
 	}
 	var paths []string
@@ -108,9 +115,9 @@ func compareEntry(e *ownEntry, tj *trainer.TrainJob, want *trainer.RuntimePatch)
 	return true
 }
 
-// sameEntry says whether two entries' contents are the same, as
+// SameEntry says whether two entries' contents are the same, as
 // equality.Semantic does (nil and empty alike).
-func sameEntry(a, b *trainer.TrainingRuntimeSpecPatch) bool {
+func SameEntry(a, b *trainer.TrainingRuntimeSpecPatch) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
@@ -133,10 +140,10 @@ var allowedEntry = map[string]any{
 	}}}}},
 }
 
-// foreignFields lists the paths of what entry p sets outside allowedEntry.
-// It reads the entry as JSON, so a field a newer Trainer type adds counts as
-// foreign without being listed.
-func foreignFields(field string, p *trainer.RuntimePatch) []string {
+// ForeignFields lists the paths of what entry p sets outside what mpiguard
+// writes (allowedEntry), each under field. It reads the entry as JSON, so a
+// field a newer Trainer type adds counts as foreign without being listed.
+func ForeignFields(field string, p *trainer.RuntimePatch) []string {
 	var out []string
 	walkForeign(field, jsonOf(p), allowedEntry, &out)
 	sort.Strings(out)

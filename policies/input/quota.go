@@ -1,4 +1,4 @@
-package engine
+package input
 
 import (
 	"encoding/json"
@@ -61,13 +61,14 @@ type partInput struct {
 	Undeclared    bool        `json:"undeclared"`
 }
 
-// quotasOf builds input.quotas. It is built per request: status.used and the
-// jobs holding a quota change with every admission in the namespace. A job
+// quotasOf builds input.quotas. It is built per quota state (New,
+// Document.WithQuotas): status.used and the jobs holding a quota change with
+// every admission in the namespace. A job
 // whose pods another cluster runs (render.JobView.RunsElsewhere: Kueue's
 // MultiKueue) is charged nothing here, so no quota of this namespace limits
 // it: the quota of the cluster that runs it does, judged there.
-func quotasOf(req *Request) []quotaInput {
-	v := req.View
+func quotasOf(src *Source) []quotaInput {
+	v := src.View
 	if v.RunsElsewhere {
 		return []quotaInput{}
 	}
@@ -75,10 +76,10 @@ func quotasOf(req *Request) []quotaInput {
 	for j := range v.ReplicatedJobs {
 		usage[j] = v.ReplicatedJobs[j].PerPod.QuotaUsage()
 	}
-	out := make([]quotaInput, len(req.Quotas))
-	for i := range req.Quotas {
-		q := &req.Quotas[i]
-		held, by := reservedFor(q, req.Reserved)
+	out := make([]quotaInput, len(src.Quotas))
+	for i := range src.Quotas {
+		q := &src.Quotas[i]
+		held, by := reservedFor(q, src.Reserved)
 		reserved := corev1.ResourceList{}
 		for name, h := range held {
 			reserved[name] = h.Total
@@ -151,7 +152,7 @@ func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobVi
 
 // reservedFor is what holders hold of quota q per resource name, and the
 // holders that hold any of it, in the order given (input.quotas[].reservedBy).
-func reservedFor(q *corev1.ResourceQuota, holders []Reservation) (map[corev1.ResourceName]*quota.Held, []string) {
+func reservedFor(q *corev1.ResourceQuota, holders []quota.Holder) (map[corev1.ResourceName]*quota.Held, []string) {
 	held := quota.Reserved(q, holders)
 	holding := map[string]bool{}
 	for _, h := range held {

@@ -1,6 +1,9 @@
-package engine
+package input
 
 import (
+	"fmt"
+	"math"
+	"math/big"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,10 +45,10 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 		},
 		Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}},
 	}
-	req := &Request{
+	req := &Source{
 		View:   view(3, "high"),
 		Quotas: []corev1.ResourceQuota{q0},
-		Reserved: []Reservation{
+		Reserved: []quota.Holder{
 			{TrainJob: "a/selected", Parts: quota.PartsOf(view(2, "high"))},
 			{TrainJob: "a/other-class", Parts: quota.PartsOf(view(5, "low"))},
 		},
@@ -105,10 +108,10 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 	}
 }
 
-// quotasDoc is input.quotas of req as policies see it.
-func quotasDoc(t *testing.T, req *Request) []any {
+// quotasDoc is input.quotas of src as policies see it.
+func quotasDoc(t *testing.T, src *Source) []any {
 	t.Helper()
-	v, err := ast.InterfaceToValue(quotasOf(req))
+	v, err := ast.InterfaceToValue(quotasOf(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +125,111 @@ func quotasDoc(t *testing.T, req *Request) []any {
 func jsonNumber(n int) any {
 	v, _ := ast.JSON(ast.IntNumberTerm(n).Value)
 	return v
+}
+
+// The quota amounts of input.quotas[].demand are exact past int64: hard,
+// used and held of quantities whose MilliValue arithmetic would wrap around
+// reach Rego as the exact integers (the policy subtracts them).
+func TestDemandAmountsExact(t *testing.T) {
+	q := corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.memory": resource.MustParse("1Ki")}},
+		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.memory": *resource.NewMilliQuantity(math.MaxInt64, resource.BinarySI)}},
+	}
+	held := &render.JobView{ReplicatedJobs: []render.ReplicatedJobView{{
+		Name: "node", Pods: 2, PerPod: render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse("8Pi")}},
+	}}}
+	req := mpiSource("team-a", 2)
+	req.View.ReplicatedJobs[1].PerPod = render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse("8Pi")}}
+	req.Quotas = []corev1.ResourceQuota{q}
+	req.Reserved = []quota.Holder{{TrainJob: "a/held", Parts: quota.PartsOf(held)}}
+	d := quotasDoc(t, req)[0].(map[string]any)["demand"].(map[string]any)["requests.memory"].(map[string]any)
+	eightPiMilli := new(big.Int).Mul(big.NewInt(9007199254740992), big.NewInt(1000))
+	want := map[string]any{
+		"hard":  mustJSON(t, "1024000"),
+		"used":  mustJSON(t, fmt.Sprint(int64(math.MaxInt64))),
+		"held":  mustJSON(t, new(big.Int).Mul(eightPiMilli, big.NewInt(2)).String()),
+		"milli": mustJSON(t, new(big.Int).Mul(eightPiMilli, big.NewInt(2)).String()),
+	}
+	for k, w := range want {
+		if diff := cmp.Diff(w, d[k]); diff != "" {
+			t.Errorf("demand.%s (-want +got):\n%s", k, diff)
+		}
+	}
+}
+
+// The input's quantities are exact past int64: quantities whose int64 milli
+// amounts collide (MilliValue wraps around modulo 2^64) stay apart.
+func TestQuantitiesPastInt64(t *testing.T) {
+	sixteenPi := resource.MustParse("16Pi")
+	// 16Pi + 2^64 milli: the same MilliValue and format as 16Pi.
+	wrapped := resource.MustParse("36461142583191535616m")
+	wrapped.Format = resource.BinarySI
+	if sixteenPi.MilliValue() != wrapped.MilliValue() {
+		t.Fatalf("the amounts do not collide as int64 milli: %d, %d", sixteenPi.MilliValue(), wrapped.MilliValue())
+	}
+	for _, q := range []resource.Quantity{sixteenPi, wrapped} {
+		req := mpiSource("team-a", 2)
+		req.View.ReplicatedJobs[1].PerPod = render.Charge{Requests: corev1.ResourceList{"memory": q}}
+		got := inputDoc(t, req, nil)["job"].(map[string]any)["replicatedJobs"].([]any)[1].(map[string]any)["perPod"].(map[string]any)["requests"]
+		want := map[string]any{"memory": map[string]any{
+			"milli":   mustJSON(t, quota.Milli(q).String()),
+			"value":   mustJSON(t, string(units(quota.Milli(q)))),
+			"display": q.String(),
+		}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", q.String(), diff)
+		}
+	}
+	if got := quantityOf(sixteenPi).Value; got != "18014398509481984" {
+		t.Errorf("16Pi value = %s, want 18014398509481984", got)
+	}
+}
+
+func TestUnits(t *testing.T) {
+	for milli, want := range map[string]string{
+		"0": "0", "4000": "4", "1500": "1.5", "1": "0.001", "-1500": "-1.5", "-500": "-0.5", "10": "0.01",
+		"18014398509481984000":                  "18014398509481984",
+		"36461142583191535616":                  "36461142583191535.616",
+		"1000000000000000000000000000000000001": "1000000000000000000000000000000000.001",
+	} {
+		m, _ := new(big.Int).SetString(milli, 10)
+		if got := units(m); string(got) != want {
+			t.Errorf("units(%s) = %s, want %s", milli, got, want)
+		}
+	}
+}
+
+// WithQuotas judges the same job against another quota state: its document
+// is the one New builds with those quotas and holders, and the document it
+// started from is left as it was (a replica's retry must not change the
+// decision it retries).
+func TestWithQuotasIsNewWithThoseQuotas(t *testing.T) {
+	src := mpiSource("team-a", 2)
+	src.View.ReplicatedJobs[1].PerPod = renderCharge("2")
+	q := func(hard string) []corev1.ResourceQuota {
+		return []corev1.ResourceQuota{{
+			ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.cpu": resource.MustParse(hard)}},
+		}}
+	}
+	src.Quotas = q("4")
+	before, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders := []quota.Holder{{TrainJob: "team-a/other", Parts: quota.PartsOf(src.View)}}
+	other := *src
+	other.Quotas, other.Reserved = q("16"), holders
+	want, err := New(&other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeValue := before.Value(nil, nil)
+	if got := before.WithQuotas(other.Quotas, holders).Value(nil, nil); got.Compare(want.Value(nil, nil)) != 0 {
+		t.Errorf("WithQuotas:\n got %s\nwant %s", got, want.Value(nil, nil))
+	}
+	if got := before.Value(nil, nil); got.Compare(beforeValue) != 0 {
+		t.Errorf("WithQuotas changed the document it started from:\n got %s\nwant %s", got, beforeValue)
+	}
 }

@@ -1,4 +1,4 @@
-package engine
+package input
 
 import (
 	"encoding/json"
@@ -11,7 +11,8 @@ import (
 	"github.com/mpiguard/mpiguard/policies/podsecurity"
 )
 
-// TestInputValueIsItsJSON checks input.value against what it replaces: the
+// TestInputValueIsItsJSON checks the document's value, its parts as New
+// builds them assembled as Document.Value does, against what it replaces: the
 // value ast.InterfaceToValue builds from the input's JSON encoding. The inputs
 // are filled at random, every field, some maps and lists nil (null in JSON),
 // so a field a type gains and value does not write fails here.
@@ -42,7 +43,7 @@ func TestInputValueIsItsJSON(t *testing.T) {
 		},
 	)
 	for i := range 2000 {
-		var in input
+		var in document
 		f.Fill(&in)
 		if i%2 == 0 { // as the builders make it: launcher and workers point into replicatedJobs
 			if n := len(in.Job.ReplicatedJobs); n > 0 {
@@ -63,4 +64,15 @@ func TestInputValueIsItsJSON(t *testing.T) {
 			t.Fatalf("input %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
+}
+
+// value is in as an OPA object: its parts made values as New makes them,
+// assembled by Document.object with in's own trainJob and parameters.
+func (in *document) value() (ast.Value, error) {
+	d := &Document{doc: *in}
+	if err := d.makeValues(); err != nil {
+		return nil, err
+	}
+	extern := externs{}
+	return d.object(in.TrainJob.value(), extern.term(in.Parameters)), extern.err
 }

@@ -1,4 +1,4 @@
-package engine
+package input
 
 import (
 	"testing"
@@ -8,15 +8,17 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/runtimes/constraints"
 )
 
 // TestInputDocument pins the parts of the documented input schema that
 // policies rely on (docs/policies.md).
 func TestInputDocument(t *testing.T) {
-	req := mpiRequest("team-a", 2)
+	req := mpiSource("team-a", 2)
 	req.User, req.Groups = "alice", []string{"ml"}
 	req.TrainJob.Labels = map[string]string{"team": "a"}
 	req.TrainJob.Spec.Suspend = ptr.To(true)
@@ -45,15 +47,9 @@ func TestInputDocument(t *testing.T) {
 	req.View.ReplicatedJobs[1].PerPod = renderCharge("1500m")
 	req.View.Launcher, req.View.Workers = &req.View.ReplicatedJobs[0], &req.View.ReplicatedJobs[1]
 	req.Runtime = RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "openmpi", Labels: map[string]string{"tier": "gold"}}
-	set, err := DefaultPolicySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := compile(t.Context(), set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := inputDoc(t, req, c.params)
+	// The engine gives the policy set's parameters (checked and defaulted
+	// against each schema); the document carries them as given.
+	in := inputDoc(t, req, map[string]any{"slots-gpus": map[string]any{"mode": "equal"}})
 	get := func(path ...string) any {
 		var v any = in
 		for _, p := range path {
@@ -107,15 +103,33 @@ func TestInputDocument(t *testing.T) {
 	}
 }
 
-// inputDoc is the input document of req as policies see it: built and
-// made an OPA value as the engine does, then read back as JSON.
-func inputDoc(t *testing.T, req *Request, params map[string]any) map[string]any {
+// mpiSource is what the input document of a CREATE of an MPI job of nodes
+// Workers in namespace ns is built from.
+func mpiSource(ns string, nodes int32) *Source {
+	return &Source{
+		Operation: Create,
+		TrainJob:  &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}},
+		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		View: &render.JobView{
+			MPI: true, NumNodes: nodes, SlotsPerWorker: 1,
+			ReplicatedJobs: []render.ReplicatedJobView{
+				{Name: "launcher", Role: render.RoleLauncher, Pods: 1},
+				{Name: "node", Role: render.RoleWorker, Pods: nodes},
+			},
+		},
+	}
+}
+
+// inputDoc is the input document of src as policies see it: built and made
+// an OPA value as the engine has it, with params as input.parameters, then
+// read back as JSON.
+func inputDoc(t *testing.T, src *Source, params map[string]any) map[string]any {
 	t.Helper()
-	v, err := buildInput(req, params).value()
+	d, err := New(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := ast.JSON(v)
+	doc, err := ast.JSON(d.Value(ast.NewTerm(ast.MustInterfaceToValue(params)), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,4 +149,37 @@ func mustJSON(t *testing.T, number string) any {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestConstraintsInput checks that input.runtime.constraints is exactly
+// constraints.PolicyInput of the runtime's annotations, as Rego sees it.
+func TestConstraintsInput(t *testing.T) {
+	cases := map[string]map[string]string{
+		"no annotations":       nil,
+		"unrelated annotation": {"team": "a"},
+		"all four": {
+			constraints.AnnotationMaxWorkers:         "8",
+			constraints.AnnotationMaxGPUsPerWorker:   "0",
+			constraints.AnnotationRequiredNodeLabels: "pool=gpu,nvidia.com/gpu.present",
+			constraints.AnnotationAllowedNamespaces:  "team-a,ml-*",
+		},
+		"malformed": {
+			constraints.AnnotationMaxWorkers:         "many",
+			constraints.AnnotationRequiredNodeLabels: "bad key!=x",
+		},
+	}
+	for name, annotations := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := mpiSource("team-a", 2)
+			req.Runtime = RuntimeMeta{Kind: "ClusterTrainingRuntime", Name: "rt", Annotations: annotations}
+			got := inputDoc(t, req, nil)["runtime"].(map[string]any)["constraints"]
+			want, err := ast.JSON(ast.MustInterfaceToValue(constraints.PolicyInput(annotations)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("input.runtime.constraints (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

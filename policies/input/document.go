@@ -1,4 +1,4 @@
-package engine
+package input
 
 import (
 	"encoding/json"
@@ -16,13 +16,13 @@ import (
 	"github.com/mpiguard/mpiguard/runtimes/constraints"
 )
 
-// input is the policy input document: these types are its schema, and
+// document is the policy input document: these types are its schema, and
 // docs/policies.md ("The policy input document") describes them field by
-// field. It reaches OPA as the value inputvalue.go builds, which is the
+// field. It reaches OPA as the value value.go builds, which is the
 // value of its JSON encoding; amounts stay exact: they are json.Number,
 // written from math/big. Maps and lists are never null (policies index them
 // directly): the builders below give empty ones when there is nothing.
-type input struct {
+type document struct {
 	Request     requestInput   `json:"request"`
 	TrainJob    trainJobInput  `json:"trainJob"`
 	OldTrainJob *trainJobInput `json:"oldTrainJob,omitempty"` // UPDATE only
@@ -31,7 +31,8 @@ type input struct {
 	Quotas      []quotaInput   `json:"quotas"` // quota.go
 	Runtime     runtimeInput   `json:"runtime"`
 	// Parameters are each policy's parameters, checked and defaulted
-	// against its schema when the set was loaded (schema.go).
+	// against its schema when the set was loaded (policies/engine,
+	// schema.go). The engine gives them per evaluation (Document.Value).
 	Parameters map[string]any `json:"parameters"`
 }
 
@@ -151,36 +152,36 @@ type runtimeInput struct {
 	Constraints map[string]any `json:"constraints"`
 }
 
-// buildInput assembles the input document of one request.
-func buildInput(req *Request, params map[string]any) *input {
-	in := &input{
-		Request:   requestInput{Operation: req.Operation, DryRun: req.DryRun},
-		TrainJob:  trainJobOf(req.TrainJob, req.entries),
-		Job:       jobOf(req.View),
-		Namespace: metaInput{Name: req.TrainJob.Namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
-		Quotas:    quotasOf(req),
+// build assembles the parts of the document of src's job; the engine gives
+// the parameters and the entries' findings per evaluation (Document.Value).
+func build(src *Source) document {
+	in := document{
+		Request:   requestInput{Operation: src.Operation, DryRun: src.DryRun},
+		TrainJob:  trainJobOf(src.TrainJob),
+		Job:       jobOf(src.View),
+		Namespace: metaInput{Name: src.TrainJob.Namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
+		Quotas:    quotasOf(src),
 		Runtime: runtimeInput{
-			Kind:        req.Runtime.Kind,
-			metaInput:   metaInput{Name: req.Runtime.Name, Labels: strings0(req.Runtime.Labels), Annotations: strings0(req.Runtime.Annotations)},
-			Constraints: constraints.PolicyInput(req.Runtime.Annotations),
+			Kind:        src.Runtime.Kind,
+			metaInput:   metaInput{Name: src.Runtime.Name, Labels: strings0(src.Runtime.Labels), Annotations: strings0(src.Runtime.Annotations)},
+			Constraints: constraints.PolicyInput(src.Runtime.Annotations),
 		},
-		Parameters: params,
 	}
-	in.Request.User.Username, in.Request.User.Groups = req.User, list(req.Groups)
-	if ns := req.Namespace; ns != nil {
+	in.Request.User.Username, in.Request.User.Groups = src.User, list(src.Groups)
+	if ns := src.Namespace; ns != nil {
 		in.Namespace = metaInput{Name: ns.Name, Labels: strings0(ns.Labels), Annotations: strings0(ns.Annotations)}
 	}
-	in.Job.PodSecurity = podSecurityOf(req.View, in.Namespace.Labels)
-	if req.OldTrainJob != nil {
-		old := trainJobOf(req.OldTrainJob, nil)
+	in.Job.PodSecurity = podSecurityOf(src.View, in.Namespace.Labels)
+	if src.OldTrainJob != nil {
+		old := trainJobOf(src.OldTrainJob)
 		in.OldTrainJob = &old
 	}
 	return in
 }
 
-// trainJobOf is input.trainJob (entries: its entries under mpiguard's
-// manager, as checked) or input.oldTrainJob (entries nil).
-func trainJobOf(tj *trainer.TrainJob, entries []ownEntry) trainJobInput {
+// trainJobOf is input.trainJob or input.oldTrainJob, its mpiguardEntries
+// empty (the validating pass's findings are given per evaluation).
+func trainJobOf(tj *trainer.TrainJob) trainJobInput {
 	out := trainJobInput{
 		metaInput:             metaInput{Name: tj.Name, Labels: strings0(tj.Labels), Annotations: strings0(tj.Annotations)},
 		Namespace:             tj.Namespace,
@@ -196,8 +197,15 @@ func trainJobOf(tj *trainer.TrainJob, entries []ownEntry) trainJobInput {
 	for _, p := range tj.Spec.RuntimePatches {
 		out.RuntimePatchManagers = append(out.RuntimePatchManagers, p.Manager)
 	}
+	return out
+}
+
+// entriesOf is input.trainJob.mpiguardEntries: the entries under mpiguard's
+// manager as the validating pass checked them.
+func entriesOf(entries []Entry) []entryInput {
+	out := make([]entryInput, 0, len(entries))
 	for _, e := range entries {
-		out.MpiguardEntries = append(out.MpiguardEntries, entryInput{
+		out = append(out, entryInput{
 			Field: e.field, ForeignFields: list(e.foreign), Differences: list(e.differences), MpiguardWrites: !e.unwanted,
 		})
 	}

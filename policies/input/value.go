@@ -1,12 +1,14 @@
-package engine
+package input
 
 import "github.com/open-policy-agent/opa/v1/ast"
 
 // The input reaches OPA as the value below, built field by field from the
-// input types (input.go, quota.go): exactly the value ast.InterfaceToValue
-// gives for them, which is a JSON encode and decode of the whole document
-// before the value is built. TestInputValueIsItsJSON checks the two agree on
-// randomly filled inputs, so a field added to a type and not here fails it.
+// document types (document.go, quota.go): exactly the value
+// ast.InterfaceToValue gives for them, which is a JSON encode and decode of
+// the whole document before the value is built. TestInputValueIsItsJSON
+// checks the two agree on randomly filled documents, so a field added to a
+// type and not here fails it. New builds each part once per job
+// (Document.object assembles them).
 //
 // Why not ast.InterfaceToValue: its JSON round trip was a fifth of a
 // decision's CPU, and a burst of creates is CPU-bound. BenchmarkBurstCreate
@@ -17,24 +19,6 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // Types of other packages (pod security results, node selector terms,
 // runtime constraints, parameters) still go through ast.InterfaceToValue:
 // they are small, and their JSON shape is theirs.
-
-// value is input as an OPA object.
-func (in *input) value() (ast.Value, error) {
-	extern := externs{}
-	obj := ast.NewObject(
-		item("request", in.Request.value()),
-		item("trainJob", in.TrainJob.value()),
-		item("job", in.Job.value(&extern)),
-		item("namespace", in.Namespace.value()),
-		item("quotas", listOf(in.Quotas, (*quotaInput).value)),
-		item("runtime", in.Runtime.value(&extern)),
-		item("parameters", extern.term(in.Parameters)),
-	)
-	if in.OldTrainJob != nil {
-		obj.Insert(ast.StringTerm("oldTrainJob"), in.OldTrainJob.value())
-	}
-	return obj, extern.err
-}
 
 func (r *requestInput) value() *ast.Term {
 	return object(
