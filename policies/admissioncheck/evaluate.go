@@ -53,7 +53,11 @@ func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome
 // the namespace idle to tell a busy quota (Retry) from a job that can never
 // run as it is (Rejected).
 func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) (*Outcome, error) {
-	res, err := r.admitter.Admit(ctx, reservations.Request{Job: req, Stage: pipeline.Admit})
+	prepared, err := r.pipeline.Prepare(ctx, r.cluster, req, pipeline.Admit)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.admitter.Admit(ctx, reservations.Request{Job: req, Prepared: prepared})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +67,7 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 		return &out, nil
 	}
 	// Would it fit a namespace where nothing is used or reserved?
-	idle, err := r.pipeline.Requote(ctx, req, verdict, idleQuotas(res.Quotas), nil)
+	idle, err := r.pipeline.Judge(ctx, verdict, &pipeline.QuotaState{Quotas: idleQuotas(res.Quotas)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,13 @@
 // Package pipeline is mpiguard's one admission pipeline: the single place
 // where a TrainJob submit is turned into a verdict. The mutating and
-// validating webhooks (webhooks/trainjob), `mpiguard check` (policies/offline)
-// and audit call the same function, Pipeline.Run; they differ only in the
-// Cluster they read (the manager's cache, documents on disk) and the Stage
-// they ask for:
+// validating webhooks (webhooks/trainjob), the quota reservation transaction
+// (policies/quota/reservations), the Kueue check, `mpiguard check`
+// (policies/offline) and audit call the same two steps: Prepare (read the
+// runtime or snapshot and the namespace once, render, mutate, build the
+// policy input; say whether the job is governed) and Judge (every policy,
+// against a given quota state, as often as a quota round needs). Run is the
+// two in one call. Callers differ only in the Cluster they read (the
+// manager's cache, documents on disk) and the Stage they ask for:
 //
 //	Mutate    the mutating webhook: render, ask the policies for their
 //	          mutations, restore what an UPDATE leaves out of mpiguard's

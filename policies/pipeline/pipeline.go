@@ -96,8 +96,10 @@ type Verdict struct {
 	// Decision: Validate and Admit.
 	Decision *engine.Decision
 
-	// request is what the engine decided, for Record.
+	// request is what the engine decides (for Judge) or decided (for
+	// Record); from is the pipeline's request it was prepared from.
 	request *engine.Request
+	from    *Request
 }
 
 // Allowed says whether the request may proceed: ungoverned, or allowed by
@@ -150,11 +152,27 @@ func (p *Pipeline) LastAdmission() time.Time {
 // Engine is the policy engine the pipeline judges with.
 func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 
-// Run is admission: every webhook pass, `mpiguard check` and audit go
-// through here. It reads what the decision depends on from c, renders the
-// job, and asks the policies what stage needs. An error means the request
-// could not be evaluated: reject it with the error, never allow it.
+// Run is admission in one call: Prepare, then (in stage Validate or
+// Admit) Judge against the quotas the namespace has. The mutating webhook,
+// `mpiguard check` and audit go through here; the quota reservation
+// transaction calls the two steps itself. An error means the request could
+// not be evaluated: reject it with the error, never allow it.
 func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+	v, err := p.Prepare(ctx, c, req, stage)
+	if err != nil || !v.Governed || stage == Mutate {
+		return v, err
+	}
+	return p.Judge(ctx, v, nil)
+}
+
+// Prepare is the first step of a decision: it reads what the decision
+// depends on from c once (the runtime, or the stored job's snapshot; the
+// namespace), says whether the policies govern the request at all, renders
+// the job, applies mpiguard's mutations (stages Mutate and Admit) and builds
+// the job's policy input. The verdict it returns has no Decision yet: Judge
+// gives it one, against any quota state, as often as needed. In stage
+// Mutate the verdict is complete (Mutation and Patch).
+func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
 	rt, err := p.governedRuntime(ctx, c, req)
 	if err != nil || rt == nil {
 		return &Verdict{TrainJob: req.TrainJob}, err
@@ -180,7 +198,7 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 	}
 	// The policy input of the job, built once: the mutating and the
 	// validating pass and every quota state the job is judged against
-	// (Requote) read it; only a mutation that changes the job builds it again.
+	// (Judge) read it; only a mutation that changes the job builds it again.
 	src := &input.Source{
 		Operation:   req.Operation,
 		User:        req.User,
@@ -199,41 +217,65 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		return nil, err
 	}
 	er := &engine.Request{Input: doc}
-	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er}
-
-	if stage != Validate {
-		if v.Mutation, err = p.engine.Mutations(ctx, er); err != nil {
-			return nil, &PolicyError{err}
+	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er, from: req}
+	if stage == Validate {
+		return v, nil
+	}
+	if v.Mutation, err = p.engine.Mutations(ctx, er); err != nil {
+		return nil, &PolicyError{err}
+	}
+	// An update that leaves out what mpiguard decided gets it back.
+	restoreStored(v.Mutation, req.OldTrainJob, req.TrainJob)
+	if v.Patch, err = patchOperations(req.raw(), req.TrainJob, v.Mutation); err != nil {
+		return nil, err
+	}
+	if stage == Admit && v.Mutation.Apply(job) {
+		// The Trainer merges runtime patches: the policies judge the
+		// pods the mutated job creates.
+		if view, err = p.renderer.Render(ctx, in); err != nil {
+			return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
 		}
-		// An update that leaves out what mpiguard decided gets it back.
-		restoreStored(v.Mutation, req.OldTrainJob, req.TrainJob)
-		if v.Patch, err = patchOperations(req.raw(), req.TrainJob, v.Mutation); err != nil {
+		v.View, src.View = view, view
+		if er.Input, err = input.New(src); err != nil {
 			return nil, err
 		}
-		if stage == Mutate {
-			return v, nil
-		}
-		if v.Mutation.Apply(job) {
-			// The Trainer merges runtime patches: the policies judge the
-			// pods the mutated job creates.
-			if view, err = p.renderer.Render(ctx, in); err != nil {
-				return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
-			}
-			v.View, src.View = view, view
-			if er.Input, err = input.New(src); err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	if v.Decision, err = p.judge(ctx, req, er); err != nil {
-		return nil, err
 	}
 	return v, nil
 }
 
-// judge is the validating step of Run and Requote: the engine's decision on
-// er, with the denials of an update that leaves the job suspended deferred.
+// QuotaState is what a job is judged against besides itself: the
+// namespace's ResourceQuotas (status.used as read) and the jobs reserved
+// there whose pods the quotas do not count yet.
+type QuotaState struct {
+	Quotas   []corev1.ResourceQuota
+	Reserved []engine.Reservation
+}
+
+// Judge is the second step of a decision: every policy on a governed
+// verdict of Prepare (or of an earlier Judge), against state — nil: the
+// quotas the namespace had when it was prepared. Nothing is read or
+// rendered again, so a quota round that lost its write to another replica
+// judges its requests again on a fresh read for the cost of the policies
+// alone. It returns a new verdict; v is unchanged.
+func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *QuotaState) (*Verdict, error) {
+	if !v.Governed || v.request == nil {
+		return nil, errors.New("judge: only a governed verdict of Prepare can be judged")
+	}
+	er := *v.request
+	if state != nil {
+		er.Input = er.Input.WithQuotas(state.Quotas, WithoutJob(state.Reserved, v.TrainJob))
+	}
+	d, err := p.judge(ctx, v.from, &er)
+	if err != nil {
+		return nil, err
+	}
+	out := *v
+	out.Decision, out.request = d, &er
+	return &out, nil
+}
+
+// judge is the validating step of Judge: the engine's decision on er, with
+// the denials of an update that leaves the job suspended deferred.
 func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) (*engine.Decision, error) {
 	deferred := staysSuspended(req.OldTrainJob, er.Input.Source().TrainJob)
 	er.RecordLater = req.RecordLater || deferred
@@ -248,26 +290,6 @@ func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) 
 		}
 	}
 	return d, nil
-}
-
-// Requote judges the request of a governed verdict (stage Validate or Admit) again against
-// another quota state (quotas, and the jobs reserved in the namespace): what
-// a quota round does when a write lost to another replica sends its requests
-// to a round on a fresh read. Everything else the verdict was made of, the
-// rendered job first, is unchanged, so it is not read or rendered again.
-func (p *Pipeline) Requote(ctx context.Context, req *Request, v *Verdict, quotas []corev1.ResourceQuota, reserved []engine.Reservation) (*Verdict, error) {
-	if !v.Governed || v.Decision == nil {
-		return nil, errors.New("requote: only a governed verdict with a decision (stage Validate or Admit) can be judged again")
-	}
-	er := *v.request
-	er.Input = er.Input.WithQuotas(quotas, WithoutJob(reserved, v.TrainJob))
-	d, err := p.judge(ctx, req, &er)
-	if err != nil {
-		return nil, err
-	}
-	out := *v
-	out.Decision, out.request = d, &er
-	return &out, nil
 }
 
 // Record writes the final decision of a verdict whose request asked to

@@ -220,9 +220,10 @@ func TestAuditJudgesUnchangedJobs(t *testing.T) {
 	}
 }
 
-// TestRequoteIsRunOnAnotherQuotaState: judging a verdict again against
-// another quota state gives what a whole run against that state gives.
-func TestRequoteIsRunOnAnotherQuotaState(t *testing.T) {
+// TestJudgeIsRunOnAnotherQuotaState: judging a verdict again against
+// another quota state gives what a whole run against that state gives, and
+// so does judging a prepared one.
+func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	p, c := testPipeline(t), testCluster(t)
 	ctx := context.Background()
 	req := &Request{Operation: engine.Create, TrainJob: fixtures.TrainJob("team-a", "run", "gpu").NumNodes(3).NumProcPerNode(4).Obj()} // 12 of 16 GPUs
@@ -237,16 +238,30 @@ func TestRequoteIsRunOnAnotherQuotaState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := p.Requote(ctx, req, first, c.ns.Quotas, reserved)
+		state := &QuotaState{Quotas: c.ns.Quotas, Reserved: reserved}
+		got, err := p.Judge(ctx, first, state)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
-			t.Errorf("%s holding 12 GPUs: requote allowed %t %q; run allowed %t %q", holder, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+			t.Errorf("%s holding 12 GPUs: judged again allowed %t %q; run allowed %t %q", holder, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+		}
+		prepared, err := p.Prepare(ctx, c, req, Admit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prepared.Decision != nil {
+			t.Errorf("Prepare decided: %+v", prepared.Decision)
+		}
+		if got, err = p.Judge(ctx, prepared, state); err != nil {
+			t.Fatal(err)
+		}
+		if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
+			t.Errorf("%s holding 12 GPUs: prepared and judged allowed %t %q; run allowed %t %q", holder, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
 		}
 	}
 	if !first.Allowed() {
-		t.Error("Requote changed the verdict it was given")
+		t.Error("Judge changed the verdict it was given")
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 // is not suspended, a resume) through the quota reservation transaction
 // (reservations.Admitter): judged against what the namespace's quotas hold,
 // and its reservation written before it is allowed.
-func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request) admission.Response {
-	res, err := v.reservations.Admit(ctx, reservations.Request{Job: r, Stage: pipeline.Validate, ReviewUID: req.UID})
+func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request, prepared *pipeline.Verdict) admission.Response {
+	res, err := v.reservations.Admit(ctx, reservations.Request{Job: r, Prepared: prepared, ReviewUID: req.UID})
 	var unavailable *reservations.UnavailableError
 	switch {
 	case errors.As(err, &unavailable):

@@ -26,18 +26,20 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	return resp
 }
 
-// decide answers a decoded request.
+// decide answers a decoded request: prepared once (read, rendered, its
+// policy input built), then judged, through the quota reservation
+// transaction when it starts pods.
 func (v Validator) decide(ctx context.Context, req admission.Request, r *pipeline.Request) admission.Response {
-	governed, err := v.pipeline.Governed(ctx, v.cluster, r)
+	prepared, err := v.pipeline.Prepare(ctx, v.cluster, r, pipeline.Validate)
 	switch {
 	case err != nil:
 		return *refused(err)
-	case !governed:
+	case !prepared.Governed:
 		return admission.Allowed("")
 	case pipeline.StartsPods(r):
-		return v.decideReserving(ctx, req, r)
+		return v.decideReserving(ctx, req, r, prepared)
 	}
-	verdict, err := v.pipeline.Run(ctx, v.cluster, r, pipeline.Validate)
+	verdict, err := v.pipeline.Judge(ctx, prepared, nil)
 	if err != nil {
 		return *refused(err)
 	}

@@ -76,9 +76,11 @@ func NewAdmitter(store *Store, cluster pipeline.ClientCluster, p *pipeline.Pipel
 type Request struct {
 	// Job is the pipeline's request: a CREATE or an UPDATE that starts pods.
 	Job *pipeline.Request
-	// Stage is Validate for the validating webhook (the mutating webhook ran
-	// before it), Admit for a caller that judges both passes (the Kueue check).
-	Stage pipeline.Stage
+	// Prepared is Job through pipeline.Prepare, governed: stage Validate for
+	// the validating webhook (the mutating webhook ran before it), Admit
+	// for a caller that judges both passes (the Kueue check). The
+	// transaction only judges it, against each quota state it reads.
+	Prepared *pipeline.Verdict
 	// ReviewUID is the AdmissionReview's UID, kept on the entry; "" when the
 	// decision is not an admission review's.
 	ReviewUID types.UID
@@ -117,6 +119,9 @@ const reservationBudget = 8 * time.Second
 // batch and waits for its answer. An error is either an *UnavailableError
 // (nothing decided: retry) or the pipeline's (the job could not be judged).
 func (a *Admitter) Admit(ctx context.Context, req Request) (Result, error) {
+	if !req.Prepared.Governed {
+		return Result{Verdict: req.Prepared}, nil // nothing to judge or hold
+	}
 	req.Job.RecordLater = true
 	d := &decision{ctx: ctx, req: req, deadline: time.Now().Add(reservationBudget), done: make(chan outcome, 1)}
 	a.batches.add(req.Job.TrainJob.Namespace, d)
@@ -137,7 +142,7 @@ type decision struct {
 	ctx      context.Context
 	req      Request
 	deadline time.Time
-	// verdict, once made, and the quotas it was made against.
+	// verdict, once judged, and the quotas it was judged against.
 	verdict *pipeline.Verdict
 	quotas  []corev1.ResourceQuota
 	// rounds it took part in.

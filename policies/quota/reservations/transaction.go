@@ -77,10 +77,6 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 				d.fail(err)
 				continue
 			}
-			if !d.verdict.Governed { // its runtime lost mlPolicy.mpi since
-				d.answer()
-				continue
-			}
 			job := d.req.Job
 			switch allowed := d.verdict.Decision.Allowed; {
 			case !allowed && !live:
@@ -159,17 +155,10 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 	}
 }
 
-// judge decides d against a round's quota state: through the whole
-// pipeline the first time, then (a round after a lost write) only the
-// decision again, on the job as rendered then.
+// judge decides d against a round's quota state: its prepared verdict
+// judged by the policies, nothing read or rendered again.
 func (a *Admitter) judge(ctx context.Context, d *decision, quotas []corev1.ResourceQuota, holders []quota.Holder) error {
-	var v *pipeline.Verdict
-	var err error
-	if d.verdict == nil {
-		v, err = a.pipeline.Run(ctx, pipeline.WithQuotaState(a.cluster, quotas, holders), d.req.Job, d.req.Stage)
-	} else {
-		v, err = a.pipeline.Requote(ctx, d.req.Job, d.verdict, quotas, holders)
-	}
+	v, err := a.pipeline.Judge(ctx, d.req.Prepared, &pipeline.QuotaState{Quotas: quotas, Reserved: holders})
 	if err != nil {
 		return err
 	}
