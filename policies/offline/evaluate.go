@@ -53,6 +53,7 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	if err := applyDefaults(c); err != nil {
 		return nil, err
 	}
+	identify(c) // identity.go
 	p := pipeline.New(ev.Renderer, ev.Engine)
 	reader := NewReader(c).(*clusterReader)
 	results := make([]Result, 0, len(c.TrainJobs))
