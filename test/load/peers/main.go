@@ -11,7 +11,7 @@
 // cost: one TrainJob with the same cluster.
 //
 //	make bench-peers
-//	go run ./test/load/peers -gator /path/to/gator [-rounds 5] [-keep DIR]
+//	go run ./test/load/peers -gator /path/to/gator [-rounds 5] [-keep DIR] [-mpiguard BINARY]
 //
 // It is a small program of its own, not a Go benchmark, for the memory
 // numbers: a child's peak RSS as Linux reports it is at least its parent's
@@ -49,6 +49,7 @@ func run() error {
 	gator := flag.String("gator", "", "the gator binary (required)")
 	rounds := flag.Int("rounds", 5, "rounds of every command, alternating")
 	keep := flag.String("keep", "", "write the corpus into DIR/corpus and DIR/one and keep it (to profile by hand)")
+	prebuilt := flag.String("mpiguard", "", "an mpiguard binary to measure (an earlier commit's) instead of building this tree's")
 	flag.Parse()
 	if *gator == "" || *rounds < 1 {
 		return errors.New("-gator is required, -rounds must be at least 1")
@@ -75,11 +76,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	mpiguard := filepath.Join(tmp, "mpiguard")
-	build := exec.Command("go", "build", "-trimpath", "-o", mpiguard, "./cmd/mpiguard")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building mpiguard: %v\n%s", err, out)
+	mpiguard := *prebuilt
+	if mpiguard == "" {
+		mpiguard = filepath.Join(tmp, "mpiguard")
+		build := exec.Command("go", "build", "-trimpath", "-o", mpiguard, "./cmd/mpiguard")
+		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("building mpiguard: %v\n%s", err, out)
+		}
 	}
 	pack := filepath.Join(root, "test/load/testdata/gator")
 	// The reference pair: gator without the quota template, the one that
