@@ -59,6 +59,8 @@ type queryBinding struct {
 type preparedQuery struct {
 	pq       rego.PreparedEvalQuery
 	bindings []queryBinding
+	// readsQuotas: the query's rules may read the quota input (inputreads.go).
+	readsQuotas bool
 }
 
 func prepare(ctx context.Context, c *ast.Compiler, include func(policy, rule string) bool) (preparedQuery, error) {
@@ -73,7 +75,7 @@ func prepare(ctx context.Context, c *ast.Compiler, include func(policy, rule str
 	if err != nil {
 		return preparedQuery{}, &CompileError{Errors: asErrors(err)}
 	}
-	return preparedQuery{pq: pq, bindings: bindings}, nil
+	return preparedQuery{pq: pq, bindings: bindings, readsQuotas: mayReadInput(c, bindings, quotaInputField)}, nil
 }
 
 // compiledSet is a policy set ready to evaluate. It is immutable once built, so

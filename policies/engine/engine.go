@@ -188,6 +188,11 @@ func (e *Engine) decide(ctx context.Context, set *compiledSet, req *Request) (*D
 
 // evaluate runs prepared query q on req and applies enforcement to its results.
 func (e *Engine) evaluate(ctx context.Context, set *compiledSet, req *Request, q *preparedQuery) (*Decision, error) {
+	if !q.readsQuotas { // inputreads.go
+		r := *req
+		r.Quotas, r.Reserved = nil, nil
+		req = &r
+	}
 	in, err := buildInput(req, set.params).value() // inputvalue.go
 	if err != nil {
 		return nil, fmt.Errorf("building the policy input: %w", err)
