@@ -15,6 +15,15 @@ import (
 // edited `kubectl get -o yaml`, two --each-file clusters), and no decision
 // reads either.
 func identify(c *Cluster) {
+	for _, o := range c.runtimeObjects() {
+		o.SetUID(uuid.NewUUID())
+		o.SetResourceVersion("1")
+	}
+}
+
+// runtimeObjects lists every runtime of c: ClusterTrainingRuntimes,
+// TrainingRuntimes and the curated ones.
+func (c *Cluster) runtimeObjects() []client.Object {
 	objs := make([]client.Object, 0, len(c.ClusterRuntimes)+len(c.Runtimes)+len(c.Curated))
 	for _, r := range c.ClusterRuntimes {
 		objs = append(objs, r)
@@ -25,8 +34,5 @@ func identify(c *Cluster) {
 	for _, r := range c.Curated {
 		objs = append(objs, r)
 	}
-	for _, o := range objs {
-		o.SetUID(uuid.NewUUID())
-		o.SetResourceVersion("1")
-	}
+	return objs
 }
