@@ -103,8 +103,9 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{2, fmt.Errorf("--output %q: want text or json", o.output)}
 	}
 	// The policies compile and the renderer starts while the documents are
-	// read: on two cores, a third less wall time to check one TrainJob
-	// (docs/performance.md, "Offline check").
+	// read, on the other core: what a check of one TrainJob waits for
+	// (docs/performance.md, "Offline check"). Errors keep their order: the
+	// input's first.
 	evaluator := make(chan evaluatorOrError, 1)
 	go func() {
 		ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-check")
