@@ -36,7 +36,7 @@ if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
 fi
 log "building gator ${GATOR_VERSION} (cold: a few minutes on 2 cores; warm: instant)"
 cd "$dir"
-go build -trimpath -ldflags "-s -w" -o "$BIN.tmp" ./cmd/gator
+go build -trimpath -ldflags "-s -w -X ${MODULE}/pkg/version.Version=${GATOR_VERSION}" -o "$BIN.tmp" ./cmd/gator
 mv "$BIN.tmp" "$BIN"
 echo "$GATOR_VERSION" > "$STAMP"
 log "gator ready: $BIN"
