@@ -46,6 +46,11 @@ INTEGRATION_PKGS = ./test/integration/...
 PROMTOOL_VERSION ?= v0.316.0
 PROMTOOL          = $(CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
 
+# gator, Gatekeeper's offline tester, for make bench-peers: built from the Go
+# module proxy into $(CACHE)/gator-<version> (test/gator/build.sh).
+GATOR_VERSION ?= v3.23.1
+export GATOR_VERSION
+
 # Fuzz targets (package:FuzzName), run one after another: go test -fuzz takes
 # one target per run, and the machine has 2 cores. docs/reliability.md says
 # what each checks and records the runs.
@@ -244,6 +249,14 @@ bench-go: ## Go micro-benchmarks (render, policy evaluation, ...).
 .PHONY: bench-webhook
 bench-webhook: controlplane ## Load generator: AdmissionReviews/s and latency against the real TLS webhook endpoint (LOAD_RATE, default 2000/s; HTTP2=true: server with --enable-http2).
 	GOGC=$${GOGC:-400} MPIGUARD_LOAD_RATE=$(or $(LOAD_RATE),2000) MPIGUARD_LOAD_HTTP2=$(HTTP2) KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -run '^$$' -bench Webhook -benchtime 1x -timeout 10m ./test/load
+
+.PHONY: gator
+gator: ## Build Gatekeeper's gator (GATOR_VERSION) from the Go module proxy into the cache (once per version).
+	@bash test/gator/build.sh >/dev/null
+
+.PHONY: bench-peers
+bench-peers: gator ## mpiguard check vs gator test on the same generated 1,000-TrainJob corpus: wall, CPU and peak RSS, medians of PEERS_ROUNDS (5) alternating rounds.
+	$(GO) run ./test/load/peers -gator $$(bash test/gator/build.sh) -rounds $(or $(PEERS_ROUNDS),5)
 
 .PHONY: bench-networkpolicies
 bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJobs -> NetworkPolicies on a real apiserver (and a baseline with the controller off); prints time to converge and memory.

@@ -102,6 +102,15 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if o.output != "text" && o.output != "json" {
 		return &exitError{2, fmt.Errorf("--output %q: want text or json", o.output)}
 	}
+	// The policies compile and the renderer starts while the documents are
+	// read, on the other core: what a check of one TrainJob waits for
+	// (docs/performance.md, "Offline check"). Errors keep their order: the
+	// input's first.
+	evaluator := make(chan evaluatorOrError, 1)
+	go func() {
+		ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-check")
+		evaluator <- evaluatorOrError{ev, err}
+	}()
 	clusters, err := o.read(stdin)
 	if err != nil {
 		return &exitError{2, err}
@@ -116,10 +125,11 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if jobs == 0 {
 		return &exitError{2, errors.New("no TrainJob found in the input")}
 	}
-	ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-check")
-	if err != nil {
-		return &exitError{2, err}
+	built := <-evaluator
+	if built.err != nil {
+		return &exitError{2, built.err}
 	}
+	ev := built.ev
 	if !o.fromCluster {
 		if err := withCurated(clusters); err != nil {
 			return &exitError{2, err}
@@ -157,6 +167,11 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code])}
 	}
 	return nil
+}
+
+type evaluatorOrError struct {
+	ev  *offline.Evaluator
+	err error
 }
 
 // withCurated lets the TrainJobs of every cluster name a curated runtime

@@ -53,6 +53,7 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	if err := applyDefaults(c); err != nil {
 		return nil, err
 	}
+	identify(c) // identity.go
 	p := pipeline.New(ev.Renderer, ev.Engine)
 	reader := NewReader(c).(*clusterReader)
 	results := make([]Result, 0, len(c.TrainJobs))
@@ -155,18 +156,9 @@ func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Nam
 }
 
 func applyDefaults(c *Cluster) error {
-	objs := make([]client.Object, 0, len(c.TrainJobs)+len(c.ClusterRuntimes)+len(c.Runtimes)+len(c.LimitRanges))
+	objs := c.runtimeObjects() // identity.go
 	for _, s := range c.TrainJobs {
 		objs = append(objs, s.TrainJob)
-	}
-	for _, r := range c.ClusterRuntimes {
-		objs = append(objs, r)
-	}
-	for _, r := range c.Runtimes {
-		objs = append(objs, r)
-	}
-	for _, r := range c.Curated {
-		objs = append(objs, r)
 	}
 	for i := range c.LimitRanges {
 		objs = append(objs, &c.LimitRanges[i])

@@ -27,8 +27,9 @@ const templateCacheSize = 512
 // depend only on the runtime's spec and the patches.
 //
 // Entries are keyed by the runtime's UID and resourceVersion, so a runtime read
-// from the apiserver is never served stale; runtimes without them (read from
-// files by `mpiguard check`) are merged and converted on every render.
+// from the apiserver is never served stale; runtimes without them are merged
+// and converted on every render (`mpiguard check` gives the runtimes it reads
+// from files both: policies/offline, identity.go).
 type templateCache struct {
 	entries *lru.Cache // key string -> *mergedTemplate (never modified)
 }
