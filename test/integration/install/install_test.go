@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -372,6 +374,16 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 
 		By("running them: " + strings.Join(cmds, "; "))
 		Expect(objectsIn(run(ctx, cmds[0]+"\n"+deploy[0]+" DRY_RUN=server"), appliedLine)).To(ConsistOf(keys(installed)))
+
+		By("on OpenShift, the documented make deploy-openshift with the same image applies config/openshift with it")
+		openshift := strings.Replace(deploy[0], "make deploy", "make deploy-openshift", 1)
+		doc, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs/operations.md"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(doc)).To(ContainSubstring("`"+openshift+"`"),
+			"docs/operations.md \"Restoring the webhooks\" does not say to run %q on OpenShift", openshift)
+		printed = strings.Replace(openshift, "make deploy-openshift", "make --no-print-directory install-yaml DEPLOY_CONFIG=config/openshift", 1)
+		expectImageOnly(decodeYAML(run(ctx, cmds[0]+"\n"+printed)), build("config/openshift"), running)
+		Expect(objectsIn(run(ctx, cmds[0]+"\n"+openshift+" DRY_RUN=server"), appliedLine)).To(ConsistOf(keys(build("config/openshift"))))
 	})
 
 	It("changed no file of config/, docs/ or the README, so make verify stays clean", func() {
