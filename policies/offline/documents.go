@@ -52,6 +52,8 @@ type Cluster struct {
 	Ignored []string
 	// sources maps each object read (objectKey) to its document, to refuse duplicates.
 	sources map[string]string
+	// created holds the objects of kinds jobs create (objects.go).
+	created map[string]bool
 }
 
 // SourcedTrainJob is a TrainJob and the document it came from.
@@ -204,6 +206,9 @@ func (c *Cluster) add(source string, doc []byte) error {
 			}
 		}
 		return nil
+	}
+	if created, err := c.addCreated(meta.APIVersion, meta.Kind, js); created || err != nil {
+		return err
 	}
 	obj, _, err := codecs.UniversalDeserializer().Decode(js, nil, nil)
 	if runtime.IsNotRegisteredError(err) {

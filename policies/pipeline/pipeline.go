@@ -214,6 +214,9 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		}
 	}
 
+	if err := existingObjects(ctx, c, job, v.View, ns.Quotas); err != nil {
+		return nil, err
+	}
 	if v.Decision, err = p.judge(ctx, req, er); err != nil {
 		return nil, err
 	}
