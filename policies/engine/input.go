@@ -91,6 +91,9 @@ type jobInput struct {
 	// rendered pods (policies/podsecurity); the pod-security policy
 	// denies and warns on it.
 	PodSecurity podsecurity.Result `json:"podSecurity"`
+	// Objects are what the job creates besides pods and what object-count
+	// quotas have for them (policies/quota); the object-quota policy denies.
+	Objects quota.ObjectsInput `json:"objects"`
 }
 
 type replicatedJobInput struct {
@@ -171,6 +174,7 @@ func buildInput(req *Request, params map[string]any) *input {
 		in.Namespace = metaInput{Name: ns.Name, Labels: strings0(ns.Labels), Annotations: strings0(ns.Annotations)}
 	}
 	in.Job.PodSecurity = podSecurityOf(req.View, in.Namespace.Labels)
+	in.Job.Objects = quota.ObjectsInputOf(req.View, req.Quotas, req.Reserved)
 	if req.OldTrainJob != nil {
 		old := trainJobOf(req.OldTrainJob, nil)
 		in.OldTrainJob = &old
