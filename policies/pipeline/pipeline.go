@@ -214,8 +214,10 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		}
 	}
 
-	if err := existingObjects(ctx, c, job, v.View, ns.Quotas); err != nil {
-		return nil, err
+	if StartsPods(req) { // only then are object counts judged (object-quota)
+		if err := existingObjects(ctx, c, job, v.View, ns.Quotas); err != nil {
+			return nil, err
+		}
 	}
 	if v.Decision, err = p.judge(ctx, req, er); err != nil {
 		return nil, err
