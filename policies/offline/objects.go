@@ -40,7 +40,9 @@ func (c *Cluster) addCreated(apiVersion, kind string, js []byte) (bool, error) {
 	return true, nil
 }
 
-func createdKey(gk schema.GroupKind, key client.ObjectKey) string { return gk.String() + " " + key.String() }
+func createdKey(gk schema.GroupKind, key client.ObjectKey) string {
+	return gk.String() + " " + key.String()
+}
 
 // ObjectExists: the objects of the documents exist.
 func (r *clusterReader) ObjectExists(_ context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, error) {
