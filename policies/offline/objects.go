@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -37,6 +38,12 @@ func (c *Cluster) addCreated(apiVersion, kind string, js []byte) (bool, error) {
 		c.created = map[string]bool{}
 	}
 	c.created[key] = true
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(js); err != nil {
+		return true, err
+	}
+	obj.SetNamespace(head.Metadata.Namespace)
+	c.Existing = append(c.Existing, obj)
 	return true, nil
 }
 
