@@ -103,6 +103,11 @@ creator_name("JobSet") := "the JobSet controller"
 held_text(q) := "" if count(q.heldBy) == 0
 
 held_text(q) := sprintf(
-	" (%s exist, %s held by TrainJobs admitted whose objects do not exist yet: %s)",
-	[q.usedDisplay, q.heldDisplay, concat(", ", [sprintf("%s %s", [h.trainJob, h.display]) | some i, h in q.heldBy; i < 3])],
+	" (%s exist, %s held by TrainJobs admitted whose objects do not exist yet: %s%s)",
+	[q.usedDisplay, q.heldDisplay, concat(", ", [sprintf("%s %s", [h.trainJob, h.display]) | some i, h in q.heldBy; i < 3]), more_holders(q)],
 ) if count(q.heldBy) > 0
+
+# more_holders counts the holders a message does not name.
+more_holders(q) := sprintf(" and %d more", [count(q.heldBy) - 3]) if count(q.heldBy) > 3
+
+more_holders(q) := "" if count(q.heldBy) <= 3

@@ -55,3 +55,10 @@ test_a_suspended_create_is_judged_at_resume if {
 	resume := object.union(suspended, {"request": {"operation": "UPDATE"}, "trainJob": {"namespace": "team-a", "suspend": false}, "oldTrainJob": {"suspend": true}})
 	count(object_quota.deny) == 1 with input as resume
 }
+
+test_more_than_three_holders if {
+	held_by := [{"trainJob": sprintf("team-a/j%d", [i]), "milli": 1000, "display": "1"} | some i in numbers.range(1, 5)]
+	v := object_quota.deny with input as input_for(quota("count/jobs.batch", [0, 1], 2000, 6000, 0, 5000, held_by))
+	some violation in v
+	contains(violation.msg, `team-a/j1 1, team-a/j2 1, team-a/j3 1 and 2 more)`)
+}
