@@ -64,6 +64,7 @@ FUZZ_TARGETS = \
   policies/render:FuzzRenderKnobs \
   policies/engine:FuzzDecide \
   policies/engine:FuzzDecideRandomRequest \
+  policies/engine:FuzzObjectCounts \
   policies/engine:FuzzParseParameters \
   runtimes/constraints:FuzzParseConstraints \
   policies/offline:FuzzReadDocuments \

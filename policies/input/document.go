@@ -92,6 +92,9 @@ type jobInput struct {
 	// rendered pods (policies/podsecurity); the pod-security policy
 	// denies and warns on it.
 	PodSecurity podsecurity.Result `json:"podSecurity"`
+	// Objects are what the job creates besides pods and what object-count
+	// quotas have for them (policies/quota); the object-quota policy denies.
+	Objects quota.ObjectsInput `json:"objects"`
 }
 
 type replicatedJobInput struct {
@@ -172,6 +175,7 @@ func build(src *Source) document {
 		in.Namespace = metaInput{Name: ns.Name, Labels: strings0(ns.Labels), Annotations: strings0(ns.Annotations)}
 	}
 	in.Job.PodSecurity = podSecurityOf(src.View, in.Namespace.Labels)
+	in.Job.Objects = quota.ObjectsInputOf(src.View, src.Quotas, src.Reserved)
 	if src.OldTrainJob != nil {
 		old := trainJobOf(src.OldTrainJob)
 		in.OldTrainJob = &old

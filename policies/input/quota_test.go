@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -207,10 +208,17 @@ func TestUnits(t *testing.T) {
 func TestWithQuotasIsNewWithThoseQuotas(t *testing.T) {
 	src := mpiSource("team-a", 2)
 	src.View.ReplicatedJobs[1].PerPod = renderCharge("2")
+	// Two Jobs, which input.job.objects compares with the quota's count.
+	src.View.Objects = []render.Objects{{
+		GVK: schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, Resource: "jobs",
+		Creator: render.CreatorJobSet, Count: 2, Names: []string{"run-launcher-0", "run-node-0"},
+	}}
 	q := func(hard string) []corev1.ResourceQuota {
 		return []corev1.ResourceQuota{{
 			ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
-			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.cpu": resource.MustParse(hard)}},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+				"requests.cpu": resource.MustParse(hard), "count/jobs.batch": resource.MustParse(hard),
+			}},
 		}}
 	}
 	src.Quotas = q("4")
@@ -226,7 +234,11 @@ func TestWithQuotasIsNewWithThoseQuotas(t *testing.T) {
 		t.Fatal(err)
 	}
 	beforeValue := before.Value(nil, nil)
-	if got := before.WithQuotas(other.Quotas, holders).Value(nil, nil); got.Compare(want.Value(nil, nil)) != 0 {
+	again, err := before.WithQuotas(other.Quotas, holders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Value(nil, nil); got.Compare(want.Value(nil, nil)) != 0 {
 		t.Errorf("WithQuotas:\n got %s\nwant %s", got, want.Value(nil, nil))
 	}
 	if got := before.Value(nil, nil); got.Compare(beforeValue) != 0 {

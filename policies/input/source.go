@@ -117,14 +117,20 @@ func validate(src *Source) error {
 func (d *Document) Source() *Source { return &d.src }
 
 // WithQuotas is d against another quota state: the same job, the namespace's
-// quotas and the jobs reserved in it as given. Only input.quotas is built
-// again.
-func (d *Document) WithQuotas(quotas []corev1.ResourceQuota, reserved []quota.Holder) *Document {
+// quotas and the jobs reserved in it as given. Only what reads them is built
+// again: input.quotas and input.job.objects.
+func (d *Document) WithQuotas(quotas []corev1.ResourceQuota, reserved []quota.Holder) (*Document, error) {
 	out := *d
 	out.src.Quotas, out.src.Reserved = quotas, reserved
 	out.doc.Quotas = quotasOf(&out.src)
 	out.quotas = listOf(out.doc.Quotas, (*quotaInput).value)
-	return &out
+	out.doc.Job.Objects = quota.ObjectsInputOf(out.src.View, quotas, reserved)
+	extern := externs{}
+	out.job = out.doc.Job.value(&extern)
+	if extern.err != nil {
+		return nil, fmt.Errorf("building the policy input of TrainJob %s/%s: %w", d.src.TrainJob.Namespace, d.src.TrainJob.Name, extern.err)
+	}
+	return &out, nil
 }
 
 // Entries are the job's entries under mpiguard's manager as far as they can

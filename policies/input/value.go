@@ -97,6 +97,7 @@ func (j *jobInput) value(extern *externs) *ast.Term {
 		item("total", j.Total.value()),
 		item("problems", listOf(j.Problems, (*problemInput).value)),
 		item("podSecurity", extern.term(j.PodSecurity)),
+		item("objects", extern.term(j.Objects)),
 	)
 	if j.Launcher != nil {
 		obj.Insert(ast.StringTerm("launcher"), replicatedJob(j.Launcher))

@@ -21,6 +21,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -48,10 +49,15 @@ type Cluster struct {
 	// Source names the file the cluster was read from, when it is one file
 	// (check --each-file); empty otherwise.
 	Source string
+	// Existing are the documents of kinds jobs create besides pods (a
+	// Secret, a Job, ...): a job does not create them again (objects.go).
+	Existing []*unstructured.Unstructured
 	// Ignored lists documents of kinds no decision depends on ("source: kind").
 	Ignored []string
 	// sources maps each object read (objectKey) to its document, to refuse duplicates.
 	sources map[string]string
+	// created holds the objects of kinds jobs create (objects.go).
+	created map[string]bool
 }
 
 // SourcedTrainJob is a TrainJob and the document it came from.
@@ -204,6 +210,9 @@ func (c *Cluster) add(source string, doc []byte) error {
 			}
 		}
 		return nil
+	}
+	if created, err := c.addCreated(meta.APIVersion, meta.Kind, js); created || err != nil {
+		return err
 	}
 	obj, _, err := codecs.UniversalDeserializer().Decode(js, nil, nil)
 	if runtime.IsNotRegisteredError(err) {

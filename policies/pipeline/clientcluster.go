@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -101,6 +103,26 @@ func (c ClientCluster) JobSet(ctx context.Context, job *trainer.TrainJob) (*jobs
 		return nil, nil
 	}
 	return js, nil
+}
+
+// ObjectExists reads the metadata of the object from the apiserver (Live
+// when set: mpiguard caches none of the kinds jobs create). A kind the
+// apiserver does not serve (a PodGroup CRD not installed) has no objects.
+func (c ClientCluster) ObjectExists(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, error) {
+	reader := c.Reader
+	if c.Live != nil {
+		reader = c.Live
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	err := reader.Get(ctx, key, m)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, err
 }
 
 // Namespace reads what namespace ns contributes to a decision.

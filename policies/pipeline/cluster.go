@@ -6,6 +6,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -29,6 +30,9 @@ type Cluster interface {
 	JobSet(ctx context.Context, job *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error)
 	// Namespace returns what namespace name contributes to a decision.
 	Namespace(ctx context.Context, name string) (*Namespace, error)
+	// ObjectExists says whether the object of kind gvk named key exists: one
+	// a job creates (objects.go), which the Trainer does not create again.
+	ObjectExists(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, error)
 }
 
 // Namespace is what a namespace contributes to a decision.

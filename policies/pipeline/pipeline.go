@@ -196,6 +196,9 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	if err != nil {
 		return nil, err
 	}
+	if err := p.existingObjects(ctx, c, req, view, ns.Quotas); err != nil {
+		return nil, err
+	}
 	// The policy input of the job, built once: the mutating and the
 	// validating pass and every quota state the job is judged against
 	// (Judge) read it; only a mutation that changes the job builds it again.
@@ -235,6 +238,9 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		if view, err = p.renderer.Render(ctx, in); err != nil {
 			return nil, fmt.Errorf("after mpiguard's mutations: %w", err)
 		}
+		if err := p.existingObjects(ctx, c, req, view, ns.Quotas); err != nil {
+			return nil, err
+		}
 		v.View, src.View = view, view
 		if er.Input, err = input.New(src); err != nil {
 			return nil, err
@@ -263,7 +269,10 @@ func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *QuotaState) (*V
 	}
 	er := *v.request
 	if state != nil {
-		er.Input = er.Input.WithQuotas(state.Quotas, WithoutJob(state.Reserved, v.TrainJob))
+		var err error
+		if er.Input, err = er.Input.WithQuotas(state.Quotas, WithoutJob(state.Reserved, v.TrainJob)); err != nil {
+			return nil, err
+		}
 	}
 	d, err := p.judge(ctx, v.from, &er)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -25,6 +26,7 @@ import (
 type memCluster struct {
 	runtimes map[string]client.Object
 	ns       Namespace
+	existing map[string]bool
 }
 
 func (m memCluster) JobSet(context.Context, *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {
@@ -33,6 +35,11 @@ func (m memCluster) JobSet(context.Context, *trainer.TrainJob) (*jobsetv1alpha2.
 
 func (m memCluster) Snapshot(context.Context, *trainer.TrainJob) (client.Object, error) {
 	return nil, nil
+}
+
+// ObjectExists: the objects named in existing exist ("Kind namespace/name").
+func (m memCluster) ObjectExists(_ context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, error) {
+	return m.existing[gvk.Kind+" "+key.String()], nil
 }
 
 func (m memCluster) Runtime(_ context.Context, job *trainer.TrainJob) (client.Object, error) {

@@ -63,6 +63,10 @@ type JobView struct {
 	// Total is what the whole job is charged against ResourceQuota.
 	Total Charge
 
+	// Objects are what the Trainer and the JobSet controller create for the
+	// job besides pods (objects.go): object-count quotas charge them.
+	Objects []Objects
+
 	// RunsElsewhere is true when a controller other than this cluster's
 	// Trainer runs the job (spec.managedBy, Kueue's MultiKueue: it runs a
 	// copy on a worker cluster). The replicated jobs above are what that copy

@@ -28,6 +28,10 @@ type renderRequestKey struct{}
 // renderRequest is what the offline client answers from during one Render call.
 type renderRequest struct {
 	runtime client.Object
+	// secrets are the Secrets the plugins asked for: the Trainer creates
+	// each when it is missing (the MPI plugin's SSH auth Secret), so each is
+	// an object the job creates (objects.go).
+	secrets []string
 }
 
 func withRenderRequest(ctx context.Context, req *renderRequest) context.Context {
@@ -90,6 +94,9 @@ func offlineGet(ctx context.Context, key client.ObjectKey, obj client.Object) er
 	case *corev1.Secret:
 		// Pretend the SSH auth Secret exists: see newOfflineClient.
 		out.Name, out.Namespace = key.Name, key.Namespace
+		if req != nil {
+			req.secrets = append(req.secrets, key.Name)
+		}
 		return nil
 	default:
 		gvk, err := apiutilGVK(obj)

@@ -140,7 +140,8 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 		}
 		return nil, fmt.Errorf("render: TrainJob %s: the Trainer cannot apply runtime %s %q: %w", trainJob.Name, *trainJob.Spec.RuntimeRef.Kind, runtimeObj.GetName(), err)
 	}
-	objects, err := r.framework.RunComponentBuilderPlugins(withRenderRequest(ctx, &renderRequest{runtime: runtimeObj}), info, trainJob)
+	rr := &renderRequest{runtime: runtimeObj}
+	objects, err := r.framework.RunComponentBuilderPlugins(withRenderRequest(ctx, rr), info, trainJob)
 	if err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: the Trainer cannot build its objects: %w", trainJob.Name, err)
 	}
@@ -166,7 +167,11 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	if err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: reading the rendered JobSet: %w", trainJob.Name, err)
 	}
-	view = buildView(trainJob, runtimeObj, jobSet, replicaCounts(jobSetApply), hostfile, in.LimitRanges, in.RuntimeClasses)
+	replicas := replicaCounts(jobSetApply)
+	view = buildView(trainJob, runtimeObj, jobSet, replicas, hostfile, in.LimitRanges, in.RuntimeClasses)
+	if view.Objects, err = objectsOf(trainJob, objects, rr.secrets, jobSet, replicas); err != nil {
+		return nil, fmt.Errorf("render: TrainJob %s: %w", trainJob.Name, err)
+	}
 	if err := r.addRequested(view, runtimeObj, trainJob, spec, in.OwnManager); err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: merging the runtime patches other than %s's: %w", trainJob.Name, in.OwnManager, err)
 	}

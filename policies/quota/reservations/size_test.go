@@ -36,8 +36,11 @@ func TestFullReservationFitsEtcd(t *testing.T) {
 		TrainJob: string(make([]byte, 63)), UID: "0b5c2f3e-8d1a-4e6b-9c7d-2f1e0a9b8c7d", RequestUID: "7f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
 		Operation: v1alpha1.OperationUpdate, ResumedFromGeneration: 12, AdmittedAt: now, HoldUntil: now,
 		Parts: []v1alpha1.ReservedPart{
-			{ReplicatedJob: "launcher", Pods: 1, PodShape: v1alpha1.PodShape{PerPod: usage("1", "1Gi", "")}},
-			{ReplicatedJob: "node", Pods: 64, PodShape: v1alpha1.PodShape{PerPod: usage("16", "64Gi", "8"), Scope: v1alpha1.PodScope{PriorityClassName: "training-high"}}},
+			{ReplicatedJob: "launcher", Pods: 1, Jobs: 1, PodShape: v1alpha1.PodShape{PerPod: usage("1", "1Gi", "")}},
+			{ReplicatedJob: "node", Pods: 64, Jobs: 1, PodShape: v1alpha1.PodShape{PerPod: usage("16", "64Gi", "8"), Scope: v1alpha1.PodScope{PriorityClassName: "training-high"}}},
+			// What the Trainer and the JobSet controller create besides Jobs.
+			{Objects: corev1.ResourceList{"count/configmaps": resource.MustParse("2"), "count/secrets": resource.MustParse("1"),
+				"count/services": resource.MustParse("1"), "count/jobsets.jobset.x-k8s.io": resource.MustParse("1")}},
 		},
 	}
 	one, err := json.Marshal(e)

@@ -110,14 +110,15 @@ func LiveQuotas(ctx context.Context, cache, live client.Reader, ns string) ([]co
 }
 
 // synced fails for a quota whose status does not count yet what it limits
-// of pods: status.hard differs from spec.hard (created or changed, and the
+// of pods or of objects jobs create: status.hard differs from spec.hard (created or changed, and the
 // quota controller has not caught up), or status.used lacks a name. Its
 // status.used cannot be trusted; the apiserver's own quota admission refuses
 // pods in the same case ("status unknown for quota").
 func synced(q *corev1.ResourceQuota) error {
 	var stale []string
 	for name, hard := range q.Spec.Hard {
-		if _, _, pods := quota.ChargedName(name); !pods {
+		_, _, pods := quota.ChargedName(name)
+		if _, objects := quota.ObjectCounted(name); !pods && !objects {
 			continue
 		}
 		statusHard, ok := q.Status.Hard[name]

@@ -138,7 +138,8 @@ func TestSynced(t *testing.T) {
 		"spec changed since":         {q(list(gpu, "16"), list(gpu, "8"), list(gpu, "0")), []string{gpu}},
 		"a name added, not counted":  {q(list(gpu, "16", "pods", "4"), list(gpu, "16"), list(gpu, "0")), []string{"pods"}},
 		"used not counted yet":       {q(list(gpu, "16"), list(gpu, "16"), nil), []string{gpu}},
-		"names pods never count":     {q(list("count/configmaps", "4"), nil, nil), nil},
+		"names jobs never charge":    {q(list("services.loadbalancers", "4"), nil, nil), nil},
+		"an object count not synced": {q(list("count/configmaps", "4"), nil, nil), []string{"count/configmaps"}},
 		"equal amounts, other units": {q(list("requests.memory", "1Gi"), list("requests.memory", "1024Mi"), list("requests.memory", "0")), nil},
 	}
 	for name, tc := range cases {

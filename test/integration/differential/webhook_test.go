@@ -118,6 +118,9 @@ func viaWebhook(ctx context.Context, source, docs string, cleanup bool) []outcom
 type created struct {
 	objects    []client.Object
 	namespaces []string
+	// existing are objects of kinds a job creates, which mpiguard does not
+	// cache: deleted without waiting for its cache.
+	existing []client.Object
 }
 
 // setUp creates the cluster's objects: namespaces (an existing one gets the
@@ -179,6 +182,13 @@ func setUp(ctx context.Context, c *offline.Cluster) *created {
 			Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of ResourceQuota %s", q.Name)
 		}
 	}
+	// Objects a job would create exist already: mpiguard reads them live,
+	// by name (it caches none).
+	for _, obj := range c.Existing {
+		obj = obj.DeepCopy()
+		Expect(env.Client.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
+		out.existing = append(out.existing, obj)
+	}
 	for _, obj := range cache {
 		waitCached(ctx, obj)
 	}
@@ -209,6 +219,9 @@ func ensureNamespace(ctx context.Context, name string, doc *corev1.Namespace) *c
 // namespaces, and waits until mpiguard's cache has forgotten them.
 func tearDown(ctx context.Context, c *created) {
 	GinkgoHelper()
+	for _, obj := range c.existing {
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, obj))).To(Succeed(), "deleting %T %s", obj, obj.GetName())
+	}
 	gone := append([]client.Object{}, c.objects...)
 	for _, ns := range c.namespaces {
 		gone = append(gone, &quotav1alpha1.QuotaReservation{ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: ns}})

@@ -106,6 +106,20 @@ type ReservedPart struct {
 	// against the ResourceQuotas that exist then, so a quota created or
 	// changed while the job waits for its pods counts it too.
 	PodShape `json:",inline"`
+	// jobs is how many Jobs the JobSet controller creates for this
+	// replicated job (its replicas), which count/jobs.batch quotas charge:
+	// held until all its pods exist (a Job exists before its pods).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Jobs int32 `json:"jobs,omitempty"`
+	// objects is, in the part of no replicated job (replicatedJob "", pods
+	// 0), what the other objects the Trainer and the JobSet controller
+	// create for the job (its JobSet, headless Service, SSH Secret,
+	// ConfigMaps, PodGroup, PersistentVolumeClaims) count for object-count
+	// quotas, by their count/<resource>.<group> names: held until any pod of
+	// the job exists (they are all created before its first pod).
+	// +optional
+	Objects corev1.ResourceList `json:"objects,omitempty"`
 	// quotas is what entries written by mpiguard before perPod held: one
 	// pod's charge per ResourceQuota, frozen at admission. Read only when
 	// perPod is empty (entries written before an upgrade); never written.

@@ -190,6 +190,13 @@ func (in *ReservedPart) DeepCopyInto(out *ReservedPart) {
 		**out = **in
 	}
 	in.PodShape.DeepCopyInto(&out.PodShape)
+	if in.Objects != nil {
+		in, out := &in.Objects, &out.Objects
+		*out = make(v1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Quotas != nil {
 		in, out := &in.Quotas, &out.Quotas
 		*out = make([]QuotaCharge, len(*in))
