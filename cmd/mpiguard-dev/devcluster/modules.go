@@ -1,4 +1,4 @@
-package framework
+package devcluster
 
 import (
 	"errors"
@@ -44,10 +44,11 @@ var (
 	moduleDirs   = map[string]string{}
 )
 
-// RepoRoot is the folder that holds go.mod, found from this source file.
+// RepoRoot is the folder that holds go.mod, found from this source file
+// (cmd/mpiguard-dev/devcluster).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // Upstream manifest folders inside the pinned modules.

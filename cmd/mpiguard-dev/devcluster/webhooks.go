@@ -1,4 +1,4 @@
-package framework
+package devcluster
 
 import (
 	"bytes"
@@ -32,12 +32,12 @@ func kustomizeBuildPath(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeObjects(out, "kustomize build "+path)
+	return DecodeObjects(out, "kustomize build "+path)
 }
 
-// decodeObjects reads the objects of a multi-document YAML stream; what names
+// DecodeObjects reads the objects of a multi-document YAML stream; what names
 // the stream in errors.
-func decodeObjects(data []byte, what string) ([]*unstructured.Unstructured, error) {
+func DecodeObjects(data []byte, what string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {

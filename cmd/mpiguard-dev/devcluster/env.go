@@ -1,10 +1,11 @@
-// Package framework runs mpiguard's integration tests against a real control
-// plane: kube-apiserver and etcd (built from source by test/controlplane/build.sh)
+// Package devcluster runs mpiguard against a real local control plane, for
+// `make run` (cmd/mpiguard-dev) and the integration tests (test/framework
+// adds their Ginkgo helpers on top): kube-apiserver and etcd (built from source by test/controlplane/build.sh)
 // through controller-runtime's envtest, with the Trainer and JobSet CRDs from the
 // pinned modules, mpiguard's own CRDs and webhook configurations from config/,
 // and an mpiguard manager wired by cmd/mpiguard/app.Setup serving the webhooks
 // over TLS to that apiserver.
-package framework
+package devcluster
 
 import (
 	"context"
