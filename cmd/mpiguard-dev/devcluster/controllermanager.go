@@ -2,34 +2,14 @@ package devcluster
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // controllerManager is the binary's name, in the assets and as a shim.
 const controllerManager = "kube-controller-manager"
-
-// controllerManagerProc is a running kube-controller-manager.
-type controllerManagerProc struct {
-	cmd *exec.Cmd
-	// exited is closed when it exits; err is then why.
-	exited chan struct{}
-	err    error
-	// release gives back the thread that started it (parentdeath.go).
-	release func()
-	log     string
-}
 
 // startControllerManager runs kube-controller-manager, built from the same
 // k8s.io/kubernetes as the kube-apiserver (test/controlplane/build.sh), with
@@ -39,91 +19,26 @@ type controllerManagerProc struct {
 // /healthz on a free loopback port only to say when it is up. It dies with
 // this process, as the apiserver does.
 func (e *Env) startControllerManager(ctx context.Context, controllers []string) error {
-	assets := e.Testenv.BinaryAssetsDirectory
-	if _, err := os.Stat(filepath.Join(assets, controllerManager)); err != nil {
-		return fmt.Errorf("%s is not in %s: build it with `make controlplane` (test/controlplane/build.sh): %w", controllerManager, assets, err)
-	}
-	user, err := e.Testenv.ControlPlane.AddUser(envtest.User{Name: "system:kube-controller-manager", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return fmt.Errorf("provisioning kube-controller-manager's user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
+	kubeconfig, err := e.componentKubeconfig(controllerManager, "system:kube-controller-manager")
 	if err != nil {
 		return err
 	}
-	kubeconfigPath := filepath.Join(e.runDir, controllerManager+".kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return err
-	}
-	// Not the webhook port envtest chose: replica 0 (or the proxy) binds it
-	// only after this starts.
-	ports, err := freeLoopbackPorts("127.0.0.1", 1, e.Testenv.WebhookInstallOptions.LocalServingPort)
+	port, err := e.componentPort()
 	if err != nil {
 		return fmt.Errorf("finding a port for kube-controller-manager: %w", err)
 	}
-	shim, err := controllerManagerShim(e.runDir)
-	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(e.LogDir, controllerManager+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	e.logs = append(e.logs, logFile)
-	cmd := exec.Command(shim,
-		"--kubeconfig="+kubeconfigPath,
-		"--authentication-kubeconfig="+kubeconfigPath,
-		"--authorization-kubeconfig="+kubeconfigPath,
+	if err := e.startComponent(ctx, controllerManager, e.Testenv.BinaryAssetsDirectory, loopbackURL("https", port),
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
 		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[0]),
+		"--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+filepath.Join(e.runDir, controllerManager+"-certs"),
 		"--v=2",
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, so that a Ctrl-C meant for the test binary
-	// reaches it only through Stop.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &controllerManagerProc{cmd: cmd, exited: make(chan struct{}), log: logPath}
-	if p.release, err = startOnOwnThread(cmd.Start); err != nil {
-		p.release()
-		return fmt.Errorf("starting kube-controller-manager: %w", err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	e.controllerManager = p
-	if err := p.waitHealthy(ctx, ports[0]); err != nil {
-		return fmt.Errorf("kube-controller-manager (log: %s): %w", logPath, err)
-	}
-	return nil
-}
-
-// waitHealthy polls /healthz until it answers 200, it exits, or a minute passes.
-func (p *controllerManagerProc) waitHealthy(ctx context.Context, port int) error {
-	// Its serving certificate is self-signed, and only liveness is asked.
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback liveness probe
-	url := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz"
-	return waitOK(ctx, c, url, time.Minute, p.exited, func() error { return p.err })
-}
-
-// stop ends it (SIGTERM, then SIGKILL after 10s) and says if it had died before.
-func (p *controllerManagerProc) stop() error {
-	defer p.release()
-	select {
-	case <-p.exited:
-		return fmt.Errorf("kube-controller-manager exited during the run (log: %s): %v", p.log, p.err)
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+	); err != nil {
+		return fmt.Errorf("%w (build it with `make controlplane`, test/controlplane/build.sh)", err)
 	}
 	return nil
 }

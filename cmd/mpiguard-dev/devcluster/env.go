@@ -69,6 +69,14 @@ type Options struct {
 	// controllers (its --controllers, e.g. "job"), for specs where Jobs must
 	// really create pods; none run otherwise (controllermanager.go).
 	KubeControllers []string
+	// Workloads makes pods really run, as in a cluster (workloads.go):
+	// kube-controller-manager (job, resourcequota, garbage collector and
+	// namespace controllers, with KubeControllers), kube-scheduler, KWOK
+	// with fake GPU nodes, and the JobSet and Trainer controllers in every
+	// namespace. nil: none of these run unless asked one by one
+	// (KubeControllers, StartJobSetController, Setup: TrainerController).
+	// Needs the manager (the Trainer runs in it).
+	Workloads *Workloads
 }
 
 // Env is a running integration environment.
@@ -109,8 +117,11 @@ type Env struct {
 	// releaseThread gives back the thread that started the control plane
 	// (parentdeath.go).
 	releaseThread func()
-	// controllerManager runs when Options.KubeControllers asks for it.
-	controllerManager *controllerManagerProc
+	// procs are the components it started itself (component.go):
+	// kube-controller-manager, kube-scheduler, KWOK.
+	procs []*component
+	// stopJobSet stops JobSet's controller when Options.Workloads runs it.
+	stopJobSet func() error
 }
 
 // Start brings up the control plane and, unless NoManager, mpiguard itself.
@@ -160,7 +171,17 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		_ = e.Stop(false)
 		return nil, err
 	}
-	if len(opts.KubeControllers) > 0 {
+	if opts.Workloads != nil {
+		if opts.NoManager {
+			_ = e.Stop(false)
+			return nil, errors.New("Options.Workloads needs mpiguard's manager (the Trainer runs in it), not NoManager")
+		}
+		if err := e.startWorkloads(ctx, opts.Workloads, opts.KubeControllers); err != nil {
+			_ = e.Stop(true)
+			return nil, err
+		}
+		opts.Setup = withTrainer(opts.Setup)
+	} else if len(opts.KubeControllers) > 0 {
 		if err := e.startControllerManager(ctx, opts.KubeControllers); err != nil {
 			_ = e.Stop(true)
 			return nil, err
@@ -314,11 +335,10 @@ func (e *Env) Stop(keepLogs bool) error {
 			errs = append(errs, fmt.Errorf("proxy: %w", err))
 		}
 	}
-	if e.controllerManager != nil {
-		if err := e.controllerManager.stop(); err != nil {
-			errs = append(errs, err)
-		}
+	if err := e.stopWorkloadControllers(); err != nil {
+		errs = append(errs, err)
 	}
+	errs = append(errs, e.stopComponents()...)
 	if e.Testenv != nil {
 		if err := e.Testenv.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("control plane: %w", err))

@@ -36,11 +36,17 @@ func (e *Env) StartJobSetController(ctx context.Context, namespaces ...string) (
 	for _, ns := range namespaces {
 		byNamespace[ns] = cache.Config{}
 	}
+	return e.startJobSetController(ctx, cache.Options{DefaultNamespaces: byNamespace})
+}
+
+// startJobSetController runs JobSet's controller on objects its cache
+// holds: those of some namespaces, or all (Options.Workloads).
+func (e *Env) startJobSetController(ctx context.Context, cached cache.Options) (stop func() error, err error) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:                 app.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: byNamespace},
+		Cache:                  cached,
 		// Controller names are global to the binary; specs may start it again.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

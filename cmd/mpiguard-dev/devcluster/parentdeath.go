@@ -58,10 +58,7 @@ func newRunDir(assets string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	spec, err := json.Marshal(runSpec{Assets: abs, Parent: os.Getpid()})
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, runSpecFile), spec, 0o644)
-	}
+	err = writeRunSpec(dir, abs)
 	for _, sub := range []string{"etcd-data", "apiserver-certs"} {
 		if err == nil {
 			err = os.Mkdir(filepath.Join(dir, sub), 0o700)
@@ -72,6 +69,16 @@ func newRunDir(assets string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// writeRunSpec says in dir that its shims run the binaries of assets for
+// this process.
+func writeRunSpec(dir, assets string) error {
+	spec, err := json.Marshal(runSpec{Assets: assets, Parent: os.Getpid()})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, runSpecFile), spec, 0o644)
 }
 
 func readRunSpec(dir string) (runSpec, error) {

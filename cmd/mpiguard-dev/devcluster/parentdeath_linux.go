@@ -29,26 +29,37 @@ func controlPlaneShims(runDir string) (apiServer, etcd string, err error) {
 	return apiServer, etcd, nil
 }
 
-// controllerManagerShim is controlPlaneShims for kube-controller-manager,
-// which the framework starts itself (controllermanager.go), not envtest.
-func controllerManagerShim(runDir string) (string, error) {
-	shim := filepath.Join(runDir, controllerManager)
+// componentShim is controlPlaneShims for a component the framework starts
+// itself (component.go): a link named name, in a folder of its own under
+// runDir whose run spec names assets, the folder of the real binary.
+func componentShim(runDir, assets, name string) (string, error) {
+	dir := filepath.Join(runDir, name+"-shim")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := writeRunSpec(dir, assets); err != nil {
+		return "", err
+	}
+	shim := filepath.Join(dir, name)
 	if err := os.Symlink("/proc/self/exe", shim); err != nil {
-		return "", fmt.Errorf("making the kube-controller-manager shim: %w", err)
+		return "", fmt.Errorf("making the %s shim: %w", name, err)
 	}
 	return shim, nil
 }
 
+// shimmed are the binaries started through a shim.
+var shimmed = map[string]bool{"kube-apiserver": true, "etcd": true, controllerManager: true, kubeScheduler: true, kwok: true}
+
 func init() { execShim() }
 
 // execShim turns this process, when it was started through a shim of
-// controlPlaneShims, into the real kube-apiserver or etcd with SIGKILL as its
+// controlPlaneShims or componentShim, into the real binary with SIGKILL as its
 // parent-death signal (the signal survives execve). Otherwise it returns at
 // once. It runs from init, before main or the tests: the shim is the test
 // binary or mpiguard-dev itself.
 func execShim() {
 	name := filepath.Base(os.Args[0])
-	if name != "kube-apiserver" && name != "etcd" && name != controllerManager {
+	if !shimmed[name] {
 		return
 	}
 	spec, err := readRunSpec(filepath.Dir(os.Args[0]))

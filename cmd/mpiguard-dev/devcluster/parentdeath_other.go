@@ -14,11 +14,7 @@ func controlPlaneShims(runDir string) (apiServer, etcd string, err error) {
 	return filepath.Join(spec.Assets, "kube-apiserver"), filepath.Join(spec.Assets, "etcd"), nil
 }
 
-// controllerManagerShim gives the real kube-controller-manager, for the same reason.
-func controllerManagerShim(runDir string) (string, error) {
-	spec, err := readRunSpec(runDir)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(spec.Assets, controllerManager), nil
+// componentShim gives the real binary, for the same reason.
+func componentShim(_, assets, name string) (string, error) {
+	return filepath.Join(assets, name), nil
 }
