@@ -25,15 +25,22 @@ func BinaryAssets() (string, error) {
 			assetsDir = dir
 			return
 		}
-		cmd := exec.Command("bash", filepath.Join(RepoRoot(), "test", "controlplane", "build.sh"))
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		cmd.Stderr = os.Stderr // build progress, so a cold build is not mistaken for a hang
-		if err := cmd.Run(); err != nil {
-			assetsErr = fmt.Errorf("building the control plane (test/controlplane/build.sh): %w", err)
-			return
-		}
-		assetsDir = strings.TrimSpace(out.String())
+		assetsDir, assetsErr = runBuildScript("the control plane", "test/controlplane/build.sh")
 	})
 	return assetsDir, assetsErr
+}
+
+// runBuildScript runs the build script at path (from the repository root)
+// with env added, and returns what it prints: where it put what it built.
+// Its progress goes to stderr, so a cold build is not mistaken for a hang.
+func runBuildScript(what, path string, env ...string) (string, error) {
+	cmd := exec.Command("bash", filepath.Join(RepoRoot(), filepath.FromSlash(path)))
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s (%s): %w", what, path, err)
+	}
+	return strings.TrimSpace(out.String()), nil
 }

@@ -1,7 +1,6 @@
 package devcluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,16 +53,7 @@ func KueueBinary() (string, error) {
 			kueueErr = err
 			return
 		}
-		cmd := exec.Command("bash", filepath.Join(RepoRoot(), "test", "kueue", "build.sh"))
-		cmd.Env = append(os.Environ(), "KUEUE_VERSION="+version)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		cmd.Stderr = os.Stderr // build progress, so a cold build is not mistaken for a hang
-		if err := cmd.Run(); err != nil {
-			kueueErr = fmt.Errorf("building Kueue %s (test/kueue/build.sh): %w", version, err)
-			return
-		}
-		kueueBin = strings.TrimSpace(out.String())
+		kueueBin, kueueErr = runBuildScript("Kueue "+version, "test/kueue/build.sh", "KUEUE_VERSION="+version)
 	})
 	return kueueBin, kueueErr
 }

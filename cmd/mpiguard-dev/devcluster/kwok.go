@@ -1,15 +1,12 @@
 package devcluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,30 +25,15 @@ const kwok = "kwok"
 // KWOKNodeAnnotation marks the nodes KWOK plays the kubelet for.
 const KWOKNodeAnnotation = "kwok.x-k8s.io/node"
 
-var (
-	kwokOnce   sync.Once
-	kwokAssets string
-	kwokErr    error
-)
-
 // KWOKAssets returns the folder with KWOK's controller (kwok) and the KWOK
 // stages it runs (stages/), built from the Go module proxy by
 // test/kwok/build.sh (once per version, into the cache; `make kwok` runs the
 // same script, the Makefile's KWOK_VERSION pins it).
-func KWOKAssets() (string, error) {
-	kwokOnce.Do(func() {
-		cmd := exec.Command("bash", filepath.Join(RepoRoot(), "test", "kwok", "build.sh"))
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		cmd.Stderr = os.Stderr // build progress, so a cold build is not mistaken for a hang
-		if err := cmd.Run(); err != nil {
-			kwokErr = fmt.Errorf("building KWOK (test/kwok/build.sh): %w", err)
-			return
-		}
-		kwokAssets = strings.TrimSpace(out.String())
-	})
-	return kwokAssets, kwokErr
-}
+func KWOKAssets() (string, error) { return kwokAssets() }
+
+var kwokAssets = sync.OnceValues(func() (string, error) {
+	return runBuildScript("KWOK", "test/kwok/build.sh")
+})
 
 // startKWOK runs KWOK's controller for the nodes annotated
 // KWOKNodeAnnotation=fake, with KWOK's own stages (test/kwok/build.sh copies
