@@ -70,6 +70,9 @@ func run(ctx context.Context, kubeconfigPath string, demo bool) (err error) {
 	if demo {
 		demoBegan := time.Now()
 		if err := runDemo(ctx, env); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C during the demo: stop as after it
+			}
 			return fmt.Errorf("demo: %w", err)
 		}
 		say("demo done in %s (%s since the start)", time.Since(demoBegan).Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))

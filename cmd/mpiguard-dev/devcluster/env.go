@@ -375,8 +375,9 @@ func (e *Env) NewNamespace(ctx context.Context, labels map[string]string) (*core
 	return ns, nil
 }
 
-// DeleteNamespace deletes ns. envtest runs no namespace controller, so the
-// namespace stays Terminating; tests therefore use a fresh namespace each.
+// DeleteNamespace deletes ns. envtest runs no namespace controller (unless
+// Options.Workloads), so the namespace stays Terminating; tests therefore use
+// a fresh namespace each.
 func (e *Env) DeleteNamespace(ctx context.Context, ns *corev1.Namespace) error {
 	err := e.Client.Delete(ctx, ns)
 	if apierrors.IsNotFound(err) {
