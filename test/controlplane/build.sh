@@ -29,8 +29,8 @@ have() { # binary exists and reports the expected version
 
 # Built from one k8s.io/kubernetes module graph, in one go build: they share
 # most packages, so kube-controller-manager adds little to a cold build, and
-# kube-scheduler less (measured on 2 cores, its own packages only: see the
-# README's cold times).
+# kube-scheduler less: all but 6 of its packages are the others' (go list
+# -deps), so it adds 6 packages and a link (README, "Prerequisites").
 KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 missing=()
 for bin in "${KUBE_BINARIES[@]}"; do
@@ -48,7 +48,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 if [ ${#missing[@]} -gt 0 ]; then
-  log "building ${missing[*]} $KUBE_VERSION from source (cold: ~6-8 min for kube-apiserver on 2 cores, kube-controller-manager ~2 min more; warm: seconds)"
+  log "building ${missing[*]} $KUBE_VERSION from source (cold: ~6-8 min for kube-apiserver on 2 cores, kube-controller-manager ~2 min more, kube-scheduler under a minute; warm: seconds)"
   mkdir -p "$work/kubernetes"
   cd "$work/kubernetes"
   cat > go.mod <<MOD
