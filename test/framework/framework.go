@@ -23,6 +23,9 @@ type (
 	Replica = devcluster.Replica
 	Kueue   = devcluster.Kueue
 	TestCA  = devcluster.TestCA
+	// Workloads, in Options, makes a suite's pods really run (KWOK nodes,
+	// kube-scheduler, kube-controller-manager, JobSet and Trainer).
+	Workloads = devcluster.Workloads
 )
 
 const (
