@@ -21,6 +21,12 @@ CONTROLPLANE   = $(CACHE)/controlplane/k8s-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
 # from the module proxy into $(CACHE)/kueue-<version> (test/kueue/build.sh).
 KUEUE_VERSION ?= $(shell $(GO) list -m -f '{{.Version}}' sigs.k8s.io/kueue)
 export KUEUE_VERSION
+# KWOK plays the kubelet of the fake GPU nodes where `make run`'s jobs (and
+# the suites' that ask for running pods) run: its controller built from the
+# Go module proxy into $(CACHE)/kwok-<version>, with its stages
+# (test/kwok/build.sh).
+KWOK_VERSION  ?= v0.8.0
+export KWOK_VERSION
 # Integration suites run one after another: each starts its own apiserver, and
 # the machine has 2 cores.
 TEST_TIMEOUT  ?= 40m
@@ -130,8 +136,12 @@ docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .
 
 .PHONY: controlplane
-controlplane: ## Build kube-apiserver, kube-controller-manager and etcd from source into the cache (once per version).
+controlplane: ## Build kube-apiserver, kube-controller-manager, kube-scheduler and etcd from source into the cache (once per version).
 	@bash test/controlplane/build.sh >/dev/null
+
+.PHONY: kwok
+kwok: ## Build KWOK's controller (KWOK_VERSION) from the Go module proxy into the cache, with its stages (once per version).
+	@bash test/kwok/build.sh >/dev/null
 
 .PHONY: kueue
 kueue: ## Build Kueue's manager (the version go.mod pins) from the Go module proxy into the cache (once per version).
@@ -222,7 +232,7 @@ mpi: ## Install Debian's openssh-server, openmpi-bin and iproute2: test/mpi runs
 	fi
 
 .PHONY: test-integration
-test-integration: controlplane kueue ## envtest integration suites against a real kube-apiserver + etcd.
+test-integration: controlplane kueue kwok ## envtest integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(INTEGRATION_PKGS) $(GINKGO_ARGS)
 
 .PHONY: fuzz
@@ -272,6 +282,6 @@ bench-networkpolicies: controlplane ## Scale run: NETPOL_JOBS (1000) MPI TrainJo
 ##@ Run
 
 .PHONY: run
-run: controlplane ## Start a local control plane with mpiguard serving on it and show it at work (Ctrl-C stops everything).
+run: controlplane kwok ## Start a local cluster where jobs run (KWOK nodes), mpiguard serving on it, and show it at work (Ctrl-C stops everything).
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/mpiguard-dev ./cmd/mpiguard-dev
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) exec $(BIN)/mpiguard-dev

@@ -9,24 +9,36 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	reports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
 	"github.com/mpiguard/mpiguard/policies/audit"
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/test/fixtures"
-	"github.com/mpiguard/mpiguard/test/framework"
 )
 
-// runDemo shows each part of mpiguard at work on the local control plane.
-func runDemo(ctx context.Context, env *framework.Env) error {
+// demo is what the steps share: the cluster, and a client that collects
+// the admission warnings the apiserver returns.
+type demo struct {
+	env      *devcluster.Env
+	client   client.Client
+	warnings *warnings
+}
+
+// runDemo shows each part of mpiguard at work on the local cluster.
+func runDemo(ctx context.Context, env *devcluster.Env) error {
+	d := &demo{env: env, warnings: &warnings{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = d.warnings
+	var err error
+	if d.client, err = client.New(cfg, client.Options{Scheme: env.Client.Scheme()}); err != nil {
+		return err
+	}
 	for _, step := range demoSteps {
-		if err := step(ctx, env); err != nil {
+		if err := step(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -34,16 +46,17 @@ func runDemo(ctx context.Context, env *framework.Env) error {
 }
 
 // demoSteps run in order; each part of mpiguard adds its own step.
-var demoSteps = []func(context.Context, *framework.Env) error{
+var demoSteps = []func(context.Context, *demo) error{
 	showRuntimes,
-	showAdmission,
-	showReservation,
+	showQuotaLoop,
+	showSubmissions,
 	showNetworkPolicy,
 	showAudit,
 }
 
 // showRuntimes lists the ClusterTrainingRuntimes once the publisher has applied them.
-func showRuntimes(ctx context.Context, env *framework.Env) error {
+func showRuntimes(ctx context.Context, d *demo) error {
+	env := d.env
 	var list trainer.ClusterTrainingRuntimeList
 	seen := -1
 	// Done once the count is non-zero and stopped growing between two polls.
@@ -62,80 +75,54 @@ func showRuntimes(ctx context.Context, env *framework.Env) error {
 	return nil
 }
 
-// demoRuntime is the sample runtime: OpenMPI, Workers with 4 GPUs each.
-const demoRuntime = "demo-openmpi-4gpu"
-
-// showAdmission creates sample namespaces, a quota and a runtime, submits
-// sample TrainJobs through the apiserver and prints each decision.
-func showAdmission(ctx context.Context, env *framework.Env) error {
-	teamA := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
-	teamEU := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-eu", Labels: map[string]string{"mpiguard.io/data-residency": "eu"}}}
-	rt := fixtures.MPIRuntime(demoRuntime).
-		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
-		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).
-		Cluster()
-	cpuOnly := fixtures.MPIRuntime("demo-openmpi-cpu").
-		Resources("node", fixtures.ResourceList("cpu", "2", "memory", "4Gi"), nil).
-		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "1Gi"), nil).
-		Cluster()
-	torch := fixtures.TorchRuntime("demo-torch").Cluster()
-	for _, obj := range []client.Object{teamA, teamEU, rt, cpuOnly, torch} {
-		if err := env.Client.Create(ctx, obj); err != nil {
+// showSubmissions submits the sample TrainJobs of team-b and team-eu and
+// prints each decision: policies that judge the job itself, not the quota.
+func showSubmissions(ctx context.Context, d *demo) error {
+	say("more sample TrainJobs, one decision each (namespace team-b has no quota; team-eu is bound to the eu zone):")
+	for _, s := range []struct{ name, what string }{
+		{"half-slots", "2 Slots per worker on 4-GPU Workers"},
+		{"forever", "asks to run for 30 days"},
+		{"eu-train", "in a namespace bound to the eu zone"},
+		{"us-pinned", "pins its Workers to us-east-1 from the eu namespace"},
+		{"cpu-oversubscribed", "8 Slots per worker on 2-CPU Workers (a warning, not a denial)"},
+		{"torch-job", "a non-MPI TrainJob"},
+	} {
+		if _, err := d.submit(ctx, s.name, s.what, true); err != nil {
 			return err
 		}
-	}
-	quota := fixtures.ResourceQuota("team-a", "team-a", "requests.nvidia.com/gpu", "16", "requests.cpu", "64")
-	if err := env.Client.Create(ctx, quota); err != nil {
-		return err
-	}
-	// Play the quota controller (the local control plane runs none).
-	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: fixtures.ResourceList("requests.nvidia.com/gpu", "0", "requests.cpu", "0")}
-	if err := env.Client.Status().Update(ctx, quota); err != nil {
-		return err
-	}
-	time.Sleep(time.Second) // let mpiguard's cache see the quota's status
-
-	say("sample objects: namespace team-a (ResourceQuota: 16 GPUs, 64 CPUs), namespace team-eu (data residency eu),")
-	say("                runtime %s (1 Launcher + Workers with 4 GPUs each), runtime demo-torch (not MPI)", demoRuntime)
-	say("submitting sample TrainJobs; each decision as the apiserver returns it:")
-	warns := &warnings{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = warns
-	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		return err
-	}
-	for _, s := range []struct {
-		what string
-		job  *trainer.TrainJob
-	}{
-		{"2 Workers x 4 GPUs, fits the quota", fixtures.TrainJob("team-a", "resnet-2x4", demoRuntime).NumNodes(2).Obj()},
-		{"3 more Workers x 4 GPUs: the whole job no longer fits", fixtures.TrainJob("team-a", "bert-3x4", demoRuntime).NumNodes(3).Obj()},
-		{"2 Slots per worker on 4-GPU Workers", fixtures.TrainJob("team-a", "half-slots", demoRuntime).NumNodes(1).NumProcPerNode(2).Obj()},
-		{"asks to run for 30 days", fixtures.TrainJob("team-a", "forever", demoRuntime).NumNodes(1).ActiveDeadlineSeconds(30 * 24 * 3600).Obj()},
-		{"in a namespace bound to the eu zone", fixtures.TrainJob("team-eu", "eu-train", demoRuntime).NumNodes(1).Obj()},
-		{"pins its Workers to us-east-1 from the eu namespace", fixtures.TrainJob("team-eu", "us-pinned", demoRuntime).NumNodes(1).RuntimePatch(regionPatch("us-east-1")).Obj()},
-		{"8 Slots per worker on 2-CPU Workers (a warning, not a denial)", fixtures.TrainJob("team-a", "cpu-oversubscribed", "demo-openmpi-cpu").NumNodes(2).NumProcPerNode(8).Obj()},
-		{"a non-MPI TrainJob", fixtures.TrainJob("team-a", "torch-job", "demo-torch").NumNodes(4).Obj()},
-	} {
-		fmt.Printf("\n  %s/%s — %s\n", s.job.Namespace, s.job.Name, s.what)
-		submitted := s.job.DeepCopy() // Create overwrites s.job with what the apiserver stored
-		err := c.Create(ctx, s.job)
-		if err != nil {
-			fmt.Printf("    DENIED\n%s\n", indent(strings.TrimPrefix(err.Error(), "admission webhook \"vtrainjob.mpiguard.io\" denied the request: "), "      "))
-			continue
-		}
-		fmt.Printf("    ALLOWED\n")
-		for _, w := range warns.take() {
-			fmt.Printf("      warning: %s\n", w)
-		}
-		printMutations(ctx, env, submitted)
 	}
 	fmt.Println()
 	return nil
 }
 
-func printMutations(ctx context.Context, env *framework.Env, job *trainer.TrainJob) {
+// submit creates the sample TrainJob name through the apiserver and prints
+// the decision as it returns it, with warnings and, if mutations, mpiguard's
+// mutations.
+func (d *demo) submit(ctx context.Context, name, what string, mutations bool) (allowed bool, err error) {
+	job, err := sampleJob(name)
+	if err != nil {
+		return false, err
+	}
+	fmt.Printf("\n  %s/%s — %s\n", job.Namespace, job.Name, what)
+	submitted := job.DeepCopy() // Create overwrites job with what the apiserver stored
+	if err := d.client.Create(ctx, job); err != nil {
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			return false, err
+		}
+		fmt.Printf("    DENIED\n%s\n", indent(strings.TrimPrefix(err.Error(), "admission webhook \"vtrainjob.mpiguard.io\" denied the request: "), "      "))
+		return false, nil
+	}
+	fmt.Printf("    ALLOWED\n")
+	for _, w := range d.warnings.take() {
+		fmt.Printf("      warning: %s\n", w)
+	}
+	if mutations {
+		printMutations(ctx, d.env, submitted)
+	}
+	return true, nil
+}
+
+func printMutations(ctx context.Context, env *devcluster.Env, job *trainer.TrainJob) {
 	var stored trainer.TrainJob
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &stored); err != nil {
 		fmt.Printf("      (cannot read it back: %v)\n", err)
@@ -153,43 +140,11 @@ func printMutations(ctx context.Context, env *framework.Env, job *trainer.TrainJ
 	}
 }
 
-func regionPatch(region string) trainer.RuntimePatch {
-	return trainer.RuntimePatch{
-		Manager: "example.com/user",
-		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
-			Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{
-				Name: "node",
-				Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
-					Spec: &trainer.PodSpecPatch{NodeSelector: map[string]string{"topology.kubernetes.io/region": region}},
-				}}},
-			}}},
-		}},
-	}
-}
-
-// showReservation prints the QuotaReservation that holds team-a's quota for
-// the admitted sample job: its pods do not exist yet (the local control plane
-// runs no JobSet controller), so the quota does not count them, the
-// reservation does.
-func showReservation(ctx context.Context, env *framework.Env) error {
-	var res quotav1alpha1.QuotaReservation
-	key := client.ObjectKey{Namespace: env.PolicyNamespace, Name: "team-a"}
-	if err := env.Client.Get(ctx, key, &res); err != nil {
-		say("no QuotaReservation for team-a: %v", err)
-		return nil
-	}
-	res.ManagedFields = nil
-	res.SetGroupVersionKind(quotav1alpha1.GroupVersion.WithKind("QuotaReservation")) // typed reads leave it empty
-	out, _ := yaml.Marshal(res)
-	say("QuotaReservation %s (kubectl get quotareservations -n %s): what admitted TrainJobs hold until their pods exist:\n%s",
-		key, env.PolicyNamespace, indent(string(out), "    "))
-	return nil
-}
-
 // showNetworkPolicy prints the NetworkPolicy mpiguard created for a sample MPI TrainJob.
-func showNetworkPolicy(ctx context.Context, env *framework.Env) error {
+func showNetworkPolicy(ctx context.Context, d *demo) error {
+	env := d.env
 	var np networkingv1.NetworkPolicy
-	key := client.ObjectKey{Namespace: "team-a", Name: "resnet-2x4"}
+	key := client.ObjectKey{Namespace: "team-a", Name: "bert-3x4"}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		return env.Client.Get(ctx, key, &np) == nil, nil
 	})
@@ -203,26 +158,33 @@ func showNetworkPolicy(ctx context.Context, env *framework.Env) error {
 	return nil
 }
 
+// maxWorkersPolicyName is samples/policy.yaml's policy: its Rego package's
+// name, as decisions, reports and metrics name the policy.
+const maxWorkersPolicyName = "compliance-max-workers"
+
 // showAudit tightens a policy at run time, as a compliance team would, and
 // prints the team-a Report the audit publishes: the stored job that now
 // breaks it, with the message admission would give.
-func showAudit(ctx context.Context, env *framework.Env) error {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: fixtures.MaxWorkersPolicyName, Labels: map[string]string{"mpiguard.io/policy": "rego"}},
-		Data:       map[string]string{"max_workers.rego": fixtures.MaxWorkersPolicy(1)},
+func showAudit(ctx context.Context, d *demo) error {
+	env := d.env
+	objs, err := readSamples("policy.yaml")
+	if err != nil {
+		return err
 	}
+	cm := objs[0]
+	cm.SetNamespace(env.PolicyNamespace)
 	if err := env.Client.Create(ctx, cm); err != nil {
 		return err
 	}
-	say("policy tightened at run time: ConfigMap %s/%s (label mpiguard.io/policy=rego) allows at most 1 Worker per TrainJob", cm.Namespace, cm.Name)
+	say("policy tightened at run time: ConfigMap %s/%s (label mpiguard.io/policy=rego) allows at most 1 Worker per TrainJob", cm.GetNamespace(), cm.GetName())
 	var r reports.Report
 	key := client.ObjectKey{Namespace: "team-a", Name: audit.ReportName}
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, key, &r); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		for _, res := range r.Results {
-			if res.Policy == fixtures.MaxWorkersPolicyName {
+			if res.Policy == maxWorkersPolicyName {
 				return true, nil
 			}
 		}

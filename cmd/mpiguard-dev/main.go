@@ -13,16 +13,17 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mpiguard/mpiguard/test/framework"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig-out", filepath.Join(framework.RepoRoot(), "bin", "kubeconfig"), "Where to write the admin kubeconfig of the local control plane.")
+	kubeconfig := flag.String("kubeconfig-out", filepath.Join(devcluster.RepoRoot(), "bin", "kubeconfig"), "Where to write the admin kubeconfig of the local control plane.")
 	noDemo := flag.Bool("no-demo", false, "Skip the demo; only serve.")
 	verbose := flag.Bool("v", false, "Show mpiguard's own logs.")
 	flag.Parse()
@@ -45,35 +46,43 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, kubeconfigPath string, demo bool) error {
-	say("starting kube-apiserver + etcd and mpiguard (first run builds the control plane from source: several minutes)")
-	env, err := framework.Start(ctx, framework.Options{Name: "dev"})
+func run(ctx context.Context, kubeconfigPath string, demo bool) (err error) {
+	say("starting a local cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, KWOK with fake GPU nodes,")
+	say("the JobSet and Trainer controllers, and mpiguard (a first run builds the control plane and KWOK from source: several minutes)")
+	began := time.Now()
+	env, err := devcluster.Start(ctx, devcluster.Options{Name: "dev", Workloads: &devcluster.Workloads{}})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		say("stopping mpiguard, kube-apiserver and etcd")
-		if err := env.Stop(false); err != nil {
+		say("stopping mpiguard, the controllers, KWOK, kube-apiserver and etcd")
+		// A failed run keeps the components' logs, and says where.
+		if err := env.Stop(err != nil); err != nil {
 			fmt.Fprintln(os.Stderr, "mpiguard-dev: stopping:", err)
 		}
 	}()
 	if err := writeKubeconfig(env, kubeconfigPath); err != nil {
 		return err
 	}
-	say("control plane up; mpiguard serving its webhooks over TLS to it")
+	say("cluster up in %s; mpiguard serving its webhooks over TLS to it", time.Since(began).Round(100*time.Millisecond))
 	say("kubeconfig: %s", kubeconfigPath)
 	say("try:        kubectl --kubeconfig %s get clustertrainingruntimes", kubeconfigPath)
 	if demo {
+		demoBegan := time.Now()
 		if err := runDemo(ctx, env); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C during the demo: stop as after it
+			}
 			return fmt.Errorf("demo: %w", err)
 		}
+		say("demo done in %s (%s since the start)", time.Since(demoBegan).Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
 	}
 	say("ready; press Ctrl-C to stop")
 	<-ctx.Done()
 	return nil
 }
 
-func writeKubeconfig(env *framework.Env, path string) error {
+func writeKubeconfig(env *devcluster.Env, path string) error {
 	user, err := env.Testenv.AddUser(envtest.User{Name: "dev-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("creating admin user: %w", err)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, kubectl and etcd from source through the
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd from source through the
 # Go module proxy into a version-keyed cache folder outside the clone, so that
 # envtest has a real control plane without any prebuilt download (setup-envtest
 # cannot reach its bucket here). kube-controller-manager is optional for a test:
 # the framework runs it (only the controllers a suite asks for) when a suite
-# needs Jobs to really create pods. kubectl is for the install suite, which runs
+# needs Jobs to really create pods; kube-scheduler binds pods to the KWOK
+# nodes of `make run` and of suites where jobs run (Options.Workloads). kubectl is for the install suite, which runs
 # the README's `make deploy` commands (they pipe into kubectl) as written.
 #
 # Usage: build.sh            -> prints the folder that holds the binaries
@@ -27,8 +28,10 @@ have() { # binary exists and reports the expected version
 }
 
 # Built from one k8s.io/kubernetes module graph, in one go build: they share
-# most packages, so kube-controller-manager adds little to a cold build.
-KUBE_BINARIES=(kube-apiserver kube-controller-manager kubectl)
+# most packages, so kube-controller-manager adds little to a cold build, and
+# kube-scheduler less: all but 6 of its packages are the others' (go list
+# -deps), so it adds 6 packages and a link (README, "Prerequisites").
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 missing=()
 for bin in "${KUBE_BINARIES[@]}"; do
   have "$bin" "$KUBE_VERSION" || missing+=("$bin")
@@ -45,7 +48,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 if [ ${#missing[@]} -gt 0 ]; then
-  log "building ${missing[*]} $KUBE_VERSION from source (cold: ~6-8 min for kube-apiserver on 2 cores, kube-controller-manager ~2 min more; warm: seconds)"
+  log "building ${missing[*]} $KUBE_VERSION from source (cold: ~6-8 min for kube-apiserver on 2 cores, kube-controller-manager ~2 min more, kube-scheduler under a minute; warm: seconds)"
   mkdir -p "$work/kubernetes"
   cd "$work/kubernetes"
   cat > go.mod <<MOD

@@ -10,6 +10,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
 )
 
 // HelmChart is mpiguard's chart, relative to the repository root.
@@ -36,7 +38,7 @@ func HelmTemplate(release, namespace string, values map[string]any) ([]*unstruct
 	}
 	var objs []*unstructured.Unstructured
 	for _, crd := range chrt.CRDObjects() {
-		o, err := decodeObjects(crd.File.Data, crd.Filename)
+		o, err := devcluster.DecodeObjects(crd.File.Data, crd.Filename)
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +52,7 @@ func HelmTemplate(release, namespace string, values map[string]any) ([]*unstruct
 	}
 	sort.Strings(files)
 	for _, name := range files {
-		o, err := decodeObjects([]byte(rendered[name]), name)
+		o, err := devcluster.DecodeObjects([]byte(rendered[name]), name)
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,9 @@
-// Package devrun checks what `make run` leaves behind: bin/mpiguard-dev is
-// built and run as the Makefile runs it, and after Ctrl-C with its stdout
-// piped into a reader that is gone (`make run | tee run.log`: tee dies of the
-// same Ctrl-C), or after SIGKILL, no kube-apiserver or etcd it started may
-// remain. Nor may they outlive a test binary killed with its control plane
+// Package devrun checks `make run`: bin/mpiguard-dev is built and run as
+// the Makefile runs it; its demo runs the quota loop to the end on the local
+// cluster (jobs on KWOK nodes), and after Ctrl-C with its stdout piped into a
+// reader that is gone (`make run | tee run.log`: tee dies of the same
+// Ctrl-C), or after SIGKILL, no kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler or KWOK it started may remain. Nor may they outlive a test binary killed with its control plane
 // up, as `go test -timeout` ends one. Linux only: the parent-death signal is
 // Linux's, and the processes are found in /proc.
 package devrun
@@ -19,17 +20,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
 const (
-	// readyLine is what mpiguard-dev prints once it serves (-no-demo: right
-	// after the control plane and mpiguard are up), and what
-	// TestHelperTestBinary prints once its control plane is.
+	// readyLine is what mpiguard-dev prints once it serves (after its demo
+	// succeeded; -no-demo: right after the cluster and mpiguard are up), and
+	// what TestHelperTestBinary prints once its control plane is.
 	readyLine = "ready; press Ctrl-C to stop"
 	// helperEnv makes TestHelperTestBinary run.
 	helperEnv = "MPIGUARD_DEVRUN_HELPER"
-	// startBound covers the control plane's start and mpiguard's on 2 busy cores.
+	// startBound covers the cluster's start and mpiguard's, and the demo
+	// (about 35 s on a free machine), on 2 busy cores.
 	startBound = 4 * time.Minute
 	// stopBound covers mpiguard-dev's cleanup after Ctrl-C (envtest gives
 	// each of kube-apiserver and etcd 30s to stop).
@@ -41,12 +44,15 @@ const (
 func TestControlPlaneDoesNotOutliveMpiguardDev(t *testing.T) {
 	assets := requirements(t)
 	bin := buildDev(t)
-	devCmd := func(t *testing.T) *exec.Cmd {
-		return exec.Command(bin, "-no-demo", "-kubeconfig-out", filepath.Join(t.TempDir(), "kubeconfig"))
+	devCmd := func(t *testing.T, args ...string) *exec.Cmd {
+		return exec.Command(bin, append(args, "-kubeconfig-out", filepath.Join(t.TempDir(), "kubeconfig"))...)
 	}
 
-	t.Run("Ctrl-C with stdout closed", func(t *testing.T) {
+	// The demo, as `make run` runs it: ready means it succeeded (a failed
+	// step ends mpiguard-dev with an error instead).
+	t.Run("demo, then Ctrl-C with stdout closed", func(t *testing.T) {
 		dev := startDev(t, devCmd(t), assets)
+		expectQuotaLoop(t, dev.out)
 		// tee dies of the Ctrl-C first: mpiguard-dev's next line meets a
 		// closed pipe.
 		dev.closeStdout()
@@ -61,7 +67,7 @@ func TestControlPlaneDoesNotOutliveMpiguardDev(t *testing.T) {
 	})
 
 	t.Run("SIGKILL", func(t *testing.T) {
-		dev := startDev(t, devCmd(t), assets)
+		dev := startDev(t, devCmd(t, "-no-demo"), assets)
 		if err := syscall.Kill(dev.pid(), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +135,8 @@ type devRun struct {
 	stderrPath string
 	exited     chan struct{}
 	waitErr    error
-	children   []proc // the kube-apiserver and etcd it started
+	children   []proc   // the control plane and components it started
+	out        []string // its stdout until it was ready
 }
 
 type proc struct {
@@ -138,9 +145,10 @@ type proc struct {
 	startTime string // tells the process from a later one with the same PID
 }
 
-// startDev runs cmd (mpiguard-dev -no-demo, or the helper suite) in a process
-// group of its own (as a shell runs a job), reads its stdout until it says it
-// is ready, and records the kube-apiserver and etcd it started.
+// startDev runs cmd (mpiguard-dev, or the helper suite) in a process group
+// of its own (as a shell runs a job), reads its stdout until it says it is
+// ready, and records the processes it started: kube-apiserver and etcd, and
+// for mpiguard-dev kube-controller-manager, kube-scheduler and KWOK.
 func startDev(t *testing.T, cmd *exec.Cmd, assets string) *devRun {
 	t.Helper()
 	tmp := t.TempDir()
@@ -204,16 +212,33 @@ func startDev(t *testing.T, cmd *exec.Cmd, assets string) *devRun {
 		}
 	}()
 
-	dev.children, err = controlPlaneChildren(dev.pid(), assets)
-	if err != nil {
-		t.Fatal(err)
+	dev.out = out
+
+	want := []string{"kube-apiserver", "etcd"}
+	dirs := []string{assets}
+	if filepath.Base(cmd.Path) == "mpiguard-dev" {
+		kwok, err := devcluster.KWOKAssets()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, "kube-controller-manager", "kube-scheduler", "kwok")
+		dirs = append(dirs, kwok)
+	}
+	for _, dir := range dirs {
+		children, err := childrenFrom(dev.pid(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev.children = append(dev.children, children...)
 	}
 	names := map[string]bool{}
 	for _, c := range dev.children {
 		names[c.name] = true
 	}
-	if !names["kube-apiserver"] || !names["etcd"] {
-		t.Fatalf("%s (pid %d) is ready but its children from %s are %v: want a kube-apiserver and an etcd", filepath.Base(cmd.Path), dev.pid(), assets, dev.children)
+	for _, name := range want {
+		if !names[name] {
+			t.Fatalf("%s (pid %d) is ready but its children from %v are %v: want %v", filepath.Base(cmd.Path), dev.pid(), dirs, dev.children, want)
+		}
 	}
 	return dev
 }
@@ -278,10 +303,10 @@ func (d *devRun) killAll() {
 	_ = d.stdout.Close()
 }
 
-// controlPlaneChildren lists the processes whose parent is ppid and whose
-// executable lives in assets.
-func controlPlaneChildren(ppid int, assets string) ([]proc, error) {
-	procs, err := framework.ProcessesRunning(assets)
+// childrenFrom lists the processes whose parent is ppid and whose
+// executable lives in dir.
+func childrenFrom(ppid int, dir string) ([]proc, error) {
+	procs, err := framework.ProcessesRunning(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -305,3 +330,30 @@ func (p proc) alive() bool {
 }
 
 func (p proc) String() string { return fmt.Sprintf("%s (pid %d)", p.name, p.pid) }
+
+// expectQuotaLoop fails unless mpiguard-dev's output shows each step of the
+// quota loop (cmd/mpiguard-dev/loop.go), in order.
+func expectQuotaLoop(t *testing.T, out []string) {
+	t.Helper()
+	steps := []string{
+		"[loop 1]", "resnet-2x4 admitted",
+		"[loop 2]", "its pods are Running on KWOK nodes",
+		"Running  on kwok-node-",
+		"[loop 3]", "status.used, counted by the cluster",
+		"[loop 4]", "the reservation of resnet-2x4 is retired",
+		"[loop 5]", "bert-3x4 refused while resnet-2x4 runs",
+		"[loop 6]", "resnet-2x4 finished",
+		"[loop 7]", "gave the quota back",
+		"[loop 8]", "bert-3x4 admitted",
+		"quota loop done in",
+	}
+	all := strings.Join(out, "\n")
+	rest := all
+	for _, step := range steps {
+		i := strings.Index(rest, step)
+		if i < 0 {
+			t.Fatalf("mpiguard-dev's demo does not show %q (after the steps before it):\n%s", step, all)
+		}
+		rest = rest[i+len(step):]
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
@@ -60,7 +61,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // runAsShippedServiceAccount creates the ServiceAccount and every RBAC object
 // config/default renders, as rendered, and returns a rest.Config that
 // authenticates as that ServiceAccount (a bound token, as a pod's).
-func runAsShippedServiceAccount(ctx context.Context, e *framework.Env) (*rest.Config, error) {
+func runAsShippedServiceAccount(ctx context.Context, e *devcluster.Env) (*rest.Config, error) {
 	var rbacKinds int
 	for _, o := range shipped {
 		switch o.GetKind() {
@@ -82,7 +83,7 @@ func runAsShippedServiceAccount(ctx context.Context, e *framework.Env) (*rest.Co
 	if mpiguard == nil || rbacKinds < 5 {
 		return nil, fmt.Errorf("config/default renders %d RBAC objects and ServiceAccount %v; want mpiguard's ServiceAccount, roles and bindings", rbacKinds, mpiguard)
 	}
-	return serviceAccountConfig(ctx, e, mpiguard)
+	return serviceAccountConfig(ctx, &framework.Env{Env: e}, mpiguard)
 }
 
 // serviceAccountConfig returns a rest.Config that authenticates with a bound
