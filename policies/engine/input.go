@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/mpiguard/mpiguard/policies/gang"
 	"github.com/mpiguard/mpiguard/policies/podsecurity"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -30,6 +31,7 @@ type input struct {
 	Namespace   metaInput      `json:"namespace"`
 	Quotas      []quotaInput   `json:"quotas"` // quota.go
 	Runtime     runtimeInput   `json:"runtime"`
+	Gang        *gang.Input    `json:"gang,omitempty"` // policies/gang; absent without a podGroupPolicy
 	// Parameters are each policy's parameters, checked and defaulted
 	// against its schema when the set was loaded (schema.go).
 	Parameters map[string]any `json:"parameters"`
@@ -165,6 +167,7 @@ func buildInput(req *Request, params map[string]any) *input {
 			Constraints: constraints.PolicyInput(req.Runtime.Annotations),
 		},
 		Parameters: params,
+		Gang:       gang.InputOf(req.View, req.VolcanoQueues),
 	}
 	in.Request.User.Username, in.Request.User.Groups = req.User, list(req.Groups)
 	if ns := req.Namespace; ns != nil {

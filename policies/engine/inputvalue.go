@@ -33,6 +33,9 @@ func (in *input) value() (ast.Value, error) {
 	if in.OldTrainJob != nil {
 		obj.Insert(ast.StringTerm("oldTrainJob"), in.OldTrainJob.value())
 	}
+	if in.Gang != nil {
+		obj.Insert(ast.StringTerm("gang"), extern.term(in.Gang))
+	}
 	return obj, extern.err
 }
 

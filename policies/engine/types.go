@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpiguard/mpiguard/policies/gang"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
@@ -53,6 +54,10 @@ type Request struct {
 	// Runtime is the metadata of the (Cluster)TrainingRuntime the job uses, so
 	// policies can key on runtime labels and annotations.
 	Runtime RuntimeMeta
+
+	// VolcanoQueues are the cluster's Volcano queues, read for a job that
+	// gangs with Volcano (nil otherwise): input.gang (policies/gang).
+	VolcanoQueues *gang.Queues
 
 	// entries are the TrainJob's entries under mpiguard's manager, as the
 	// validating pass checked them (entries.go); set on the engine's copy.

@@ -10,6 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/gang"
 )
 
 // Cluster is what a decision reads of the cluster. The webhooks read the
@@ -29,6 +30,9 @@ type Cluster interface {
 	JobSet(ctx context.Context, job *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error)
 	// Namespace returns what namespace name contributes to a decision.
 	Namespace(ctx context.Context, name string) (*Namespace, error)
+	// VolcanoQueues returns the cluster's Volcano queues (gang.go), read
+	// only for a job that gangs with Volcano.
+	VolcanoQueues(ctx context.Context) (*gang.Queues, error)
 }
 
 // Namespace is what a namespace contributes to a decision.

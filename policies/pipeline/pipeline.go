@@ -190,6 +190,9 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 		Reserved:    WithoutJob(ns.Reserved, job),
 		Runtime:     runtimeMeta(rt),
 	}
+	if er.VolcanoQueues, err = volcanoQueues(ctx, c, view); err != nil {
+		return nil, err
+	}
 	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er}
 
 	if stage != Validate {

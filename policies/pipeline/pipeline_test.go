@@ -17,6 +17,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/quota"
+	"github.com/mpiguard/mpiguard/policies/gang"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
@@ -25,6 +26,7 @@ import (
 type memCluster struct {
 	runtimes map[string]client.Object
 	ns       Namespace
+	queues   *gang.Queues // VolcanoQueues (gang_test.go)
 }
 
 func (m memCluster) JobSet(context.Context, *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {

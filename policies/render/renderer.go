@@ -167,6 +167,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 		return nil, fmt.Errorf("render: TrainJob %s: reading the rendered JobSet: %w", trainJob.Name, err)
 	}
 	view = buildView(trainJob, runtimeObj, jobSet, replicaCounts(jobSetApply), hostfile, in.LimitRanges, in.RuntimeClasses)
+	view.Gang = gangOf(objects)
 	if err := r.addRequested(view, runtimeObj, trainJob, spec, in.OwnManager); err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: merging the runtime patches other than %s's: %w", trainJob.Name, in.OwnManager, err)
 	}
