@@ -21,6 +21,10 @@ func volcanoQueues(ctx context.Context, c Cluster, view *render.JobView) (*gang.
 	return c.VolcanoQueues(ctx)
 }
 
+// The webhooks and audit read Volcano queues (cluster-scoped) for jobs that
+// gang with Volcano; read only.
+// +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=queues,verbs=get;list;watch
+
 // VolcanoQueues lists the cluster's Volcano Queues (cluster-scoped; RBAC get,
 // list, watch). An apiserver that does not serve the kind has no Volcano:
 // Queues.Served is false, which the gang-scheduling policy denies.
