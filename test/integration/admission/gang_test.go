@@ -6,9 +6,6 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -24,18 +21,18 @@ var _ = Describe("gang-scheduling through the apiserver", func() {
 	// A Volcano runtime whose Workers have 4 GPUs each, in queue "q-<ns>":
 	// numNodes 3 is 3 Workers and the launcher, 12 GPUs, 4 pods.
 	volcanoJob := func(ctx context.Context, name, queue string) *trainer.TrainJob {
-		rt := createRuntime(ctx, volcanoRuntime("volcano-"+ns, queue))
+		rt := createRuntime(ctx, fixtures.VolcanoRuntime("volcano-"+ns, "4", queue))
 		return fixtures.TrainJob(ns, name, rt.Name).NumNodes(3).NumProcPerNode(4).Obj()
 	}
 
 	It("denies a gang over its queue's capability, naming the queue and the numbers", func(ctx context.Context) {
-		q := env.CreateVolcanoQueue(ctx, volcanoQueue("q-"+ns, volcanov1beta1.QueueStateOpen, "8", "0"))
+		q := env.CreateVolcanoQueue(ctx, fixtures.VolcanoQueue("q-"+ns, volcanov1beta1.QueueStateOpen, "8", "0"))
 		msg := denial(ctx, volcanoJob(ctx, "too-big", q.Name))
 		Expect(msg).To(ContainSubstring(`[gang-scheduling] spec.trainer: the job's gang needs 12 nvidia.com/gpu (all 4 pods start together or none does) but Volcano queue %q can hold at most 8 (spec.capability)`, q.Name))
 	})
 
 	It("denies a job whose queue is Closed", func(ctx context.Context) {
-		q := env.CreateVolcanoQueue(ctx, volcanoQueue("q-"+ns, volcanov1beta1.QueueStateClosed, "16", "0"))
+		q := env.CreateVolcanoQueue(ctx, fixtures.VolcanoQueue("q-"+ns, volcanov1beta1.QueueStateClosed, "16", "0"))
 		msg := denial(ctx, volcanoJob(ctx, "closed", q.Name))
 		Expect(msg).To(ContainSubstring(`Volcano queue %q (annotation scheduling.volcano.sh/queue-name), whose state is "Closed"`, q.Name))
 	})
@@ -46,14 +43,14 @@ var _ = Describe("gang-scheduling through the apiserver", func() {
 	})
 
 	It("admits a gang that fits its queue but not what is allocated now, with a warning", func(ctx context.Context) {
-		q := env.CreateVolcanoQueue(ctx, volcanoQueue("q-"+ns, volcanov1beta1.QueueStateOpen, "16", "8"))
+		q := env.CreateVolcanoQueue(ctx, fixtures.VolcanoQueue("q-"+ns, volcanov1beta1.QueueStateOpen, "16", "8"))
 		w := &warningsSeen{}
 		Expect(clientWithWarnings(w).Create(ctx, volcanoJob(ctx, "waits", q.Name))).To(Succeed())
 		Expect(w.list).To(ContainElement(ContainSubstring(`[gang-scheduling] spec.trainer: Volcano queue %q has 8 of 16 nvidia.com/gpu allocated to running jobs now and the job's gang needs 12`, q.Name)))
 	})
 
 	It("admits a gang that fits what its queue has free, without a warning", func(ctx context.Context) {
-		q := env.CreateVolcanoQueue(ctx, volcanoQueue("q-"+ns, volcanov1beta1.QueueStateOpen, "16", "4"))
+		q := env.CreateVolcanoQueue(ctx, fixtures.VolcanoQueue("q-"+ns, volcanov1beta1.QueueStateOpen, "16", "4"))
 		w := &warningsSeen{}
 		Expect(clientWithWarnings(w).Create(ctx, volcanoJob(ctx, "fits", q.Name))).To(Succeed())
 		Expect(w.list).NotTo(ContainElement(ContainSubstring("gang-scheduling")))
@@ -70,7 +67,7 @@ var _ = Describe("gang-scheduling through the apiserver", func() {
 
 	Describe("coscheduling", func() {
 		It("denies a gang larger than a quota's free room (aggregate-quota)", func(ctx context.Context) {
-			rt := createRuntime(ctx, coschedulingRuntime("cosched-"+ns, 120))
+			rt := createRuntime(ctx, fixtures.CoschedulingRuntime("cosched-"+ns, "4", 120))
 			createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "16"), fixtures.ResourceList("requests.nvidia.com/gpu", "8"))
 			msg := denial(ctx, fixtures.TrainJob(ns, "gang", rt.Name).NumNodes(3).NumProcPerNode(4).Obj())
 			Expect(msg).To(ContainSubstring(`[aggregate-quota] spec.trainer: TrainJob needs 12 nvidia.com/gpu`))
@@ -78,41 +75,10 @@ var _ = Describe("gang-scheduling through the apiserver", func() {
 		})
 
 		It("warns about a scheduleTimeoutSeconds of 0", func(ctx context.Context) {
-			rt := createRuntime(ctx, coschedulingRuntime("cosched-zero-"+ns, 0))
+			rt := createRuntime(ctx, fixtures.CoschedulingRuntime("cosched-zero-"+ns, "4", 0))
 			w := &warningsSeen{}
 			Expect(clientWithWarnings(w).Create(ctx, fixtures.TrainJob(ns, "gang", rt.Name).NumNodes(3).NumProcPerNode(4).Obj())).To(Succeed())
 			Expect(w.list).To(ContainElement(ContainSubstring(`[gang-scheduling] spec.runtimeRef: runtime %s gang-schedules with coscheduling and its PodGroup's scheduleTimeoutSeconds is 0`, rt.Name)))
 		})
 	})
 })
-
-// volcanoRuntime is gpuWorkers on Volcano (podGroupPolicy.volcano, pods on
-// schedulerName volcano), its PodGroup in queue.
-func volcanoRuntime(name, queue string) *fixtures.RuntimeBuilder {
-	b := gpuWorkers(name, "4").TemplateAnnotation(volcanov1beta1.QueueNameAnnotationKey, queue)
-	b.PodSpec("launcher").SchedulerName = "volcano"
-	b.PodSpec("node").SchedulerName = "volcano"
-	return b.PodGroupPolicy(trainer.PodGroupPolicySource{Volcano: &trainer.VolcanoPodGroupPolicySource{}})
-}
-
-// coschedulingRuntime is gpuWorkers on the scheduler-plugins' coscheduling
-// scheduler with the given scheduleTimeoutSeconds.
-func coschedulingRuntime(name string, timeout int32) *fixtures.RuntimeBuilder {
-	b := gpuWorkers(name, "4")
-	b.PodSpec("launcher").SchedulerName = "scheduler-plugins-scheduler"
-	b.PodSpec("node").SchedulerName = "scheduler-plugins-scheduler"
-	return b.PodGroupPolicy(trainer.PodGroupPolicySource{Coscheduling: &trainer.CoschedulingPodGroupPolicySource{ScheduleTimeoutSeconds: ptr.To(timeout)}})
-}
-
-// volcanoQueue is an Open or Closed leaf queue capped at gpus GPUs with
-// allocated of them allocated.
-func volcanoQueue(name string, state volcanov1beta1.QueueState, gpus, allocated string) *volcanov1beta1.Queue {
-	return &volcanov1beta1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       volcanov1beta1.QueueSpec{Weight: 1, Capability: fixtures.ResourceList("nvidia.com/gpu", gpus)},
-		Status: volcanov1beta1.QueueStatus{
-			State:     state,
-			Allocated: corev1.ResourceList(fixtures.ResourceList("nvidia.com/gpu", allocated)),
-		},
-	}
-}
