@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -85,8 +85,8 @@ func TestInputOf(t *testing.T) {
 		queues *gang.Queues
 		want   *gang.Input
 	}{{
-		name: "the queue and its ancestors, leaf first, each with its capped resources",
-		view: func(t *testing.T) *render.JobView { return volcanoView(t, "team-a") },
+		name:   "the queue and its ancestors, leaf first, each with its capped resources",
+		view:   func(t *testing.T) *render.JobView { return volcanoView(t, "team-a") },
 		queues: hierarchy,
 		want: &gang.Input{Scheduler: "volcano", MinMember: 4, MinResources: minResources, Volcano: &gang.VolcanoInput{
 			Served: true, Queue: "team-a", Annotated: true, Queues: []gang.QueueInput{

@@ -16,8 +16,8 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/gang"
+	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
