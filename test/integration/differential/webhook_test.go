@@ -179,6 +179,15 @@ func setUp(ctx context.Context, c *offline.Cluster) *created {
 			Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of ResourceQuota %s", q.Name)
 		}
 	}
+	for i := range c.Queues {
+		// Volcano Queues (cluster-scoped) with the status Volcano would
+		// write: their state and what is allocated.
+		q := c.Queues[i].DeepCopy()
+		status := q.Status
+		add(q)
+		q.Status = status
+		Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of Queue %s", q.Name)
+	}
 	for _, obj := range cache {
 		waitCached(ctx, obj)
 	}
