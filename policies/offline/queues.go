@@ -10,7 +10,8 @@ import (
 	"github.com/mpiguard/mpiguard/policies/gang"
 )
 
-// VolcanoQueues are the documents' Volcano Queues. Documents with none
+// VolcanoQueues are the documents' Volcano Queues, one without a
+// status.state read as Open. Documents with none
 // describe no queues at all, not a cluster without them: Volcano's
 // installation creates its queue "default" (Open, no capability), which is
 // then assumed, as curated runtimes are (DefaultQueueAssumed; check says so).
@@ -19,7 +20,16 @@ func (r *clusterReader) VolcanoQueues(context.Context) (*gang.Queues, error) {
 		r.DefaultQueueAssumed = true
 		return &gang.Queues{Served: true, Items: []volcanov1beta1.Queue{volcanoDefaultQueue()}}, nil
 	}
-	return &gang.Queues{Served: true, Items: r.Queues}, nil
+	items := make([]volcanov1beta1.Queue, len(r.Queues))
+	for i := range r.Queues {
+		items[i] = r.Queues[i]
+		if items[i].Status.State == "" {
+			// A Queue document written by hand has no status: Volcano's
+			// queue controller makes a new queue Open.
+			items[i].Status.State = volcanov1beta1.QueueStateOpen
+		}
+	}
+	return &gang.Queues{Served: true, Items: items}, nil
 }
 
 // volcanoDefaultQueue is the queue Volcano's installation creates.
