@@ -32,6 +32,8 @@ export KWOK_VERSION
 TEST_TIMEOUT  ?= 40m
 
 CONTROLLER_GEN = $(GO) tool controller-gen
+# The Volcano API module (go.mod) whose Queue and PodGroup CRDs the envtest suites install.
+VOLCANO_APIS = volcano.sh/apis
 # Its CRDs are copied into config/crd/openreports by `make manifests`.
 OPENREPORTS_MODULE = github.com/openreports/reports-api
 KUSTOMIZE      = $(GO) tool kustomize
@@ -110,6 +112,10 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder ma
 	@# The openreports.io Report CRDs audit writes, from the pinned module (never edited by hand).
 	@dir=$$($(GO) list -m -f '{{.Dir}}' $(OPENREPORTS_MODULE)) && mkdir -p config/crd/openreports && \
 	  for f in openreports.io_reports.yaml openreports.io_clusterreports.yaml; do install -m 0644 "$$dir/config/crd/$$f" config/crd/openreports/; done
+	@# Volcano's Queue and PodGroup CRDs for the envtest suites: volcano.sh/apis
+	@# ships none, so they are generated from its pinned types with the pinned
+	@# controller-gen, as Volcano's own Makefile generates the CRDs it installs.
+	$(CONTROLLER_GEN) crd paths=$(VOLCANO_APIS)/pkg/apis/scheduling/v1beta1 output:crd:dir=test/framework/crds/volcano
 	@# The Helm chart's copies (Helm reads no file outside the chart, and installs
 	@# crds/ verbatim); config/helm/chart_test.go fails when they are stale.
 	@rm -f $(HELM_CHART)/crds/*.yaml && install -m 0644 config/crd/bases/*.yaml config/crd/openreports/*.yaml $(HELM_CHART)/crds/

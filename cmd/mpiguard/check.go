@@ -147,6 +147,9 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		if err != nil {
 			return &exitError{2, err}
 		}
+		if cluster.DefaultQueueAssumed {
+			fmt.Fprintln(stderr, `note: no Volcano Queue is among the documents read: Volcano's own queue "default" (Open, no capability), which its installation creates, is used`)
+		}
 		for _, name := range cluster.CuratedUsed {
 			fmt.Fprintf(stderr, "note: ClusterTrainingRuntime %q is not among the documents read: the curated one this binary publishes (runtimes/catalog, as on Kubernetes) is used\n", name)
 		}

@@ -145,7 +145,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 		c.skip[ns] = true
 	}
 	own := inNamespace(c.debounced)
-	return c, ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Leader only (the default for controllers): one writer of reports.
 		// Two namespaces at a time, on the machines mpiguard runs on.
@@ -166,8 +166,8 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 		Watches(&nodev1.RuntimeClass{}, c.debounced(c.namespacesWithJobs)).
 		// A QuotaReservation is named after the namespace it holds quota in.
 		Watches(&quotav1alpha1.QuotaReservation{}, c.debounced(func(_ context.Context, o client.Object) []string { return []string{o.GetName()} })).
-		WatchesRawSource(source.Func(c.start)).
-		Complete(c)
+		WatchesRawSource(source.Func(c.start))
+	return c, watchVolcanoQueues(mgr, b, c).Complete(c)
 }
 
 // PolicyLoaded tells the controller the policy set was (re)loaded

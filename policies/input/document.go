@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/mpiguard/mpiguard/policies/gang"
 	"github.com/mpiguard/mpiguard/policies/podsecurity"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -30,6 +31,7 @@ type document struct {
 	Namespace   metaInput      `json:"namespace"`
 	Quotas      []quotaInput   `json:"quotas"` // quota.go
 	Runtime     runtimeInput   `json:"runtime"`
+	Gang        *gang.Input    `json:"gang,omitempty"` // policies/gang; absent without a podGroupPolicy
 	// Parameters are each policy's parameters, checked and defaulted
 	// against its schema when the set was loaded (policies/engine,
 	// schema.go). The engine gives them per evaluation (Document.Value).
@@ -176,6 +178,7 @@ func build(src *Source) document {
 	}
 	in.Job.PodSecurity = podSecurityOf(src.View, in.Namespace.Labels)
 	in.Job.Objects = quota.ObjectsInputOf(src.View, src.Quotas, src.Reserved)
+	in.Gang = gang.InputOf(src.View, src.VolcanoQueues)
 	if src.OldTrainJob != nil {
 		old := trainJobOf(src.OldTrainJob)
 		in.OldTrainJob = &old

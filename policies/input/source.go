@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mpiguard/mpiguard/policies/gang"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
@@ -49,6 +50,10 @@ type Source struct {
 	// Runtime is the metadata of the (Cluster)TrainingRuntime the job uses, so
 	// policies can key on runtime labels and annotations.
 	Runtime RuntimeMeta
+
+	// VolcanoQueues are the cluster's Volcano queues, read for a job that
+	// gangs with Volcano (nil otherwise): input.gang (policies/gang).
+	VolcanoQueues *gang.Queues
 }
 
 // RuntimeMeta identifies a (Cluster)TrainingRuntime to policies.
@@ -68,7 +73,8 @@ type Document struct {
 	doc document // the parts as Go values (the schema), trainJob's entries empty
 	// request, job, namespace, quotas, runtime and oldTrainJob (nil on
 	// CREATE) are the parts of doc as OPA values.
-	request, job, namespace, quotas, runtime, oldTrainJob *ast.Term
+	// gang is input.gang, nil for a job without a podGroupPolicy.
+	request, job, namespace, quotas, runtime, oldTrainJob, gang *ast.Term
 	entries                                               []Entry
 }
 
@@ -95,6 +101,9 @@ func (d *Document) makeValues() error {
 	d.runtime = d.doc.Runtime.value(&extern)
 	if d.doc.OldTrainJob != nil {
 		d.oldTrainJob = d.doc.OldTrainJob.value()
+	}
+	if d.doc.Gang != nil {
+		d.gang = extern.term(d.doc.Gang)
 	}
 	return extern.err
 }
@@ -164,6 +173,9 @@ func (d *Document) object(trainJob, parameters *ast.Term) ast.Value {
 	)
 	if d.oldTrainJob != nil {
 		obj.Insert(ast.StringTerm("oldTrainJob"), d.oldTrainJob)
+	}
+	if d.gang != nil {
+		obj.Insert(ast.StringTerm("gang"), d.gang)
 	}
 	return obj
 }

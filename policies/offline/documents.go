@@ -27,6 +27,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
 // Cluster is what the documents describe.
@@ -52,6 +53,10 @@ type Cluster struct {
 	// Existing are the documents of kinds jobs create besides pods (a
 	// Secret, a Job, ...): a job does not create them again (objects.go).
 	Existing []*unstructured.Unstructured
+	// Queues are Volcano Queues (queues.go); DefaultQueueAssumed says a
+	// TrainJob was judged with Volcano's default queue because there were none.
+	Queues              []volcanov1beta1.Queue
+	DefaultQueueAssumed bool
 	// Ignored lists documents of kinds no decision depends on ("source: kind").
 	Ignored []string
 	// sources maps each object read (objectKey) to its document, to refuse duplicates.
@@ -95,6 +100,7 @@ var codecs = func() serializer.CodecFactory {
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(nodev1.AddToScheme(s))
 	utilruntime.Must(trainer.AddToScheme(s))
+	utilruntime.Must(volcanov1beta1.AddToScheme(s))
 	return serializer.NewCodecFactory(s, serializer.EnableStrict)
 }()
 
@@ -271,6 +277,8 @@ func (c *Cluster) add(source string, doc []byte) error {
 		c.ClusterRuntimes[o.Name] = o
 	case *trainer.TrainingRuntime:
 		c.Runtimes[o.Namespace+"/"+o.Name] = o
+	case *volcanov1beta1.Queue:
+		c.Queues = append(c.Queues, *o)
 	case *trainer.TrainJob:
 		if o.Name == "" {
 			return errors.New("TrainJob has no metadata.name")

@@ -11,6 +11,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/gang"
 )
 
 // Cluster is what a decision reads of the cluster. The webhooks read the
@@ -33,6 +34,9 @@ type Cluster interface {
 	// ObjectExists says whether the object of kind gvk named key exists: one
 	// a job creates (objects.go), which the Trainer does not create again.
 	ObjectExists(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, error)
+	// VolcanoQueues returns the cluster's Volcano queues (gang.go), read
+	// only for a job that gangs with Volcano.
+	VolcanoQueues(ctx context.Context) (*gang.Queues, error)
 }
 
 // Namespace is what a namespace contributes to a decision.

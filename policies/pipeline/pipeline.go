@@ -215,6 +215,9 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		Reserved:    WithoutJob(ns.Reserved, job),
 		Runtime:     runtimeMeta(rt),
 	}
+	if src.VolcanoQueues, err = volcanoQueues(ctx, c, view); err != nil {
+		return nil, err
+	}
 	doc, err := input.New(src)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/policies/gang"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -27,6 +28,7 @@ type memCluster struct {
 	runtimes map[string]client.Object
 	ns       Namespace
 	existing map[string]bool
+	queues   *gang.Queues // VolcanoQueues (gang_test.go)
 }
 
 func (m memCluster) JobSet(context.Context, *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {

@@ -76,6 +76,10 @@ type JobView struct {
 	// input's quotas (aggregate-quota) read this one field.
 	RunsElsewhere bool
 
+	// Gang is the PodGroup the Trainer builds for a gang-scheduled job
+	// (gang.go); nil when the runtime has no podGroupPolicy.
+	Gang *Gang
+
 	// Problems are reasons the rendered pods would be rejected by the apiserver even
 	// though the TrainJob itself is valid: the job would hang after admission.
 	Problems field.ErrorList

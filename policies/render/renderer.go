@@ -172,6 +172,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	if view.Objects, err = objectsOf(trainJob, objects, rr.secrets, jobSet, replicas); err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: %w", trainJob.Name, err)
 	}
+	view.Gang = gangOf(objects)
 	if err := r.addRequested(view, runtimeObj, trainJob, spec, in.OwnManager); err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: merging the runtime patches other than %s's: %w", trainJob.Name, in.OwnManager, err)
 	}

@@ -8,6 +8,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	mpiguardv1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
@@ -21,6 +22,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	mpiguardv1alpha1.AddToScheme, // mpiguard.io: QuotaReservation, RuntimeTest
 	reportsv1alpha1.Install,
 	kueuev1beta2.AddToScheme,
+	volcanov1beta1.AddToScheme, // Volcano Queues, read for Volcano gangs (policies/gang)
 }
 
 // Scheme returns a new scheme with every API group mpiguard uses.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
@@ -58,6 +59,9 @@ var _ = Describe("Pod Security predicted at submit", func() {
 
 	It("admits every curated runtime there, whose pods the apiserver admits too", func(ctx context.Context) {
 		ns := env.Namespace(ctx, restricted)
+		// The curated Volcano variants' gangs go to Volcano's queue
+		// "default", which Volcano's installation creates.
+		env.CreateVolcanoQueue(ctx, fixtures.VolcanoQueue("default", volcanov1beta1.QueueStateOpen, "", "0"))
 		all, err := catalog.Load()
 		Expect(err).NotTo(HaveOccurred())
 		for i, want := range all {

@@ -35,5 +35,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// released without waiting the production default.
 	components.Policies.ReservationGrace = reservationGrace
 	components.Policies.MaxUnconfirmedReservations = maxUnconfirmed
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission", Components: &components})
+	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission", Components: &components,
+		// Volcano's Queue CRD for the gang-scheduling specs (gang_test.go).
+		ExtraCRDDirs: []string{framework.VolcanoCRDs()}})
 }, NodeTimeout(framework.SuiteStartTimeout))

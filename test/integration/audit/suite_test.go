@@ -34,5 +34,7 @@ func TestAudit(t *testing.T) {
 var _ = BeforeSuite(func(ctx context.Context) {
 	components := app.DefaultOptions()
 	components.Audit.Interval = time.Hour
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "audit", Replicas: 2, Components: &components})
+	env = framework.StartSuite(context.Background(), framework.Options{Name: "audit", Replicas: 2, Components: &components,
+		// Volcano's Queue CRD for the Volcano gang spec (gang_test.go).
+		ExtraCRDDirs: []string{framework.VolcanoCRDs()}})
 }, NodeTimeout(framework.SuiteStartTimeout))

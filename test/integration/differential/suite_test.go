@@ -45,7 +45,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	components.RuntimePublisher.Enabled = false
 	components.RuntimeTests.Enabled = false
 	components.NetworkPolicies.Enabled = false
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "differential", Components: &components})
+	env = framework.StartSuite(context.Background(), framework.Options{Name: "differential", Components: &components,
+		// Volcano's Queue CRD: the gang-scheduling samples hold Queues.
+		ExtraCRDDirs: []string{framework.VolcanoCRDs()}})
 	dropRuntimeTemplateWebhooks(ctx)
 	checker = newChecker(ctx)
 	createPoolRuntimes(ctx)

@@ -189,6 +189,15 @@ func setUp(ctx context.Context, c *offline.Cluster) *created {
 		Expect(env.Client.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
 		out.existing = append(out.existing, obj)
 	}
+	for i := range c.Queues {
+		// Volcano Queues (cluster-scoped) with the status Volcano would
+		// write: their state and what is allocated.
+		q := c.Queues[i].DeepCopy()
+		status := q.Status
+		add(q)
+		q.Status = status
+		Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of Queue %s", q.Name)
+	}
 	for _, obj := range cache {
 		waitCached(ctx, obj)
 	}
