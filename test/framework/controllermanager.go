@@ -39,36 +39,46 @@ type controllerManagerProc struct {
 // /healthz on a free loopback port only to say when it is up. It dies with
 // this process, as the apiserver does.
 func (e *Env) startControllerManager(ctx context.Context, controllers []string) error {
+	p, err := e.launchControllerManager(ctx, controllerManager, controllers)
+	e.controllerManager = p
+	return err
+}
+
+// launchControllerManager starts one kube-controller-manager running
+// controllers; name keeps its files (kubeconfig, log, certificates) apart
+// from another's. The process it returns, if any, must be stopped even when
+// it returns an error (it did not get healthy).
+func (e *Env) launchControllerManager(ctx context.Context, name string, controllers []string) (*controllerManagerProc, error) {
 	assets := e.Testenv.BinaryAssetsDirectory
 	if _, err := os.Stat(filepath.Join(assets, controllerManager)); err != nil {
-		return fmt.Errorf("%s is not in %s: build it with `make controlplane` (test/controlplane/build.sh): %w", controllerManager, assets, err)
+		return nil, fmt.Errorf("%s is not in %s: build it with `make controlplane` (test/controlplane/build.sh): %w", controllerManager, assets, err)
 	}
 	user, err := e.Testenv.ControlPlane.AddUser(envtest.User{Name: "system:kube-controller-manager", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return fmt.Errorf("provisioning kube-controller-manager's user: %w", err)
+		return nil, fmt.Errorf("provisioning kube-controller-manager's user: %w", err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	kubeconfigPath := filepath.Join(e.runDir, controllerManager+".kubeconfig")
+	kubeconfigPath := filepath.Join(e.runDir, name+".kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	// Not the webhook port envtest chose: replica 0 (or the proxy) binds it
 	// only after this starts.
 	ports, err := freeLoopbackPorts("127.0.0.1", 1, e.Testenv.WebhookInstallOptions.LocalServingPort)
 	if err != nil {
-		return fmt.Errorf("finding a port for kube-controller-manager: %w", err)
+		return nil, fmt.Errorf("finding a port for kube-controller-manager: %w", err)
 	}
 	shim, err := controllerManagerShim(e.runDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	logPath := filepath.Join(e.LogDir, controllerManager+".log")
+	logPath := filepath.Join(e.LogDir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.logs = append(e.logs, logFile)
 	cmd := exec.Command(shim,
@@ -79,7 +89,7 @@ func (e *Env) startControllerManager(ctx context.Context, controllers []string) 
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(ports[0]),
-		"--cert-dir="+filepath.Join(e.runDir, controllerManager+"-certs"),
+		"--cert-dir="+filepath.Join(e.runDir, name+"-certs"),
 		"--v=2",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -89,17 +99,16 @@ func (e *Env) startControllerManager(ctx context.Context, controllers []string) 
 	p := &controllerManagerProc{cmd: cmd, exited: make(chan struct{}), log: logPath}
 	if p.release, err = startOnOwnThread(cmd.Start); err != nil {
 		p.release()
-		return fmt.Errorf("starting kube-controller-manager: %w", err)
+		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
-	e.controllerManager = p
 	if err := p.waitHealthy(ctx, ports[0]); err != nil {
-		return fmt.Errorf("kube-controller-manager (log: %s): %w", logPath, err)
+		return p, fmt.Errorf("kube-controller-manager (log: %s): %w", logPath, err)
 	}
-	return nil
+	return p, nil
 }
 
 // waitHealthy polls /healthz until it answers 200, it exits, or a minute passes.

@@ -110,6 +110,9 @@ type Env struct {
 	releaseThread func()
 	// controllerManager runs when Options.KubeControllers asks for it.
 	controllerManager *controllerManagerProc
+	// quotaControllers counts the specs' RunQuotaController starts, to name
+	// each one's files.
+	quotaControllers int
 }
 
 // Start brings up the control plane and, unless NoManager, mpiguard itself.
