@@ -25,7 +25,7 @@ func (e *Env) FinishPod(ctx context.Context, pod *corev1.Pod) {
 		}
 		pod.Status.Phase = corev1.PodSucceeded
 		return e.Client.Status().Update(ctx, pod)
-	}).WithContext(ctx).Should(gomega.Succeed())
+	}).Should(gomega.Succeed())
 }
 
 // CompleteTrainJob sets TrainJob ns/name's Complete condition, as the
@@ -41,5 +41,5 @@ func (e *Env) CompleteTrainJob(ctx context.Context, ns, name string) {
 			Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "JobSetCompleted", Message: "the JobSet completed",
 		})
 		return e.Client.Status().Update(ctx, &job)
-	}).WithContext(ctx).Should(gomega.Succeed())
+	}).Should(gomega.Succeed())
 }

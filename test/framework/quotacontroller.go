@@ -45,7 +45,7 @@ func (e *Env) CreateSyncedQuota(ctx context.Context, q *corev1.ResourceQuota) {
 		g.Expect(e.Client.Get(ctx, client.ObjectKeyFromObject(q), q)).To(gomega.Succeed())
 		g.Expect(equality.Semantic.DeepEqual(q.Status.Hard, q.Spec.Hard)).To(gomega.BeTrue(), "status.hard %v, spec.hard %v", q.Status.Hard, q.Spec.Hard)
 		g.Expect(q.Status.Used).To(gomega.HaveLen(len(q.Spec.Hard)))
-	}).WithContext(ctx).Should(gomega.Succeed(), "the quota controller never synced ResourceQuota %s/%s", q.Namespace, q.Name)
+	}).Should(gomega.Succeed(), "the quota controller never synced ResourceQuota %s/%s", q.Namespace, q.Name)
 	e.waitReplicasSeeQuotaStatus(ctx, q, len(q.Spec.Hard))
 }
 
@@ -58,7 +58,7 @@ func (e *Env) EventuallyUsed(ctx context.Context, ns, name string, resource core
 		g.Expect(e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &q)).To(gomega.Succeed())
 		used := q.Status.Used[resource]
 		return used.String()
-	}).WithContext(ctx).Should(gomega.Equal(amount), "status.used[%s] of ResourceQuota %s/%s", resource, ns, name)
+	}).Should(gomega.Equal(amount), "status.used[%s] of ResourceQuota %s/%s", resource, ns, name)
 }
 
 // CreateChargedPod creates a pod in ns whose one container requests and is
