@@ -17,7 +17,8 @@ func TestChartLint(t *testing.T) {
 	dir := filepath.Join(framework.RepoRoot(), framework.HelmChart)
 	cases := map[string]map[string]any{"optional objects": {
 		"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true},
-		"namespace": map[string]any{"create": true}, "policyParameters": map[string]any{"policies": map[string]any{}},
+		"grafanaDashboard": map[string]any{"enabled": true},
+		"namespace":        map[string]any{"create": true}, "policyParameters": map[string]any{"policies": map[string]any{}},
 		"clientAuth": map[string]any{"enabled": true, "caSecret": "client-ca"},
 	}}
 	for name, values := range valuesPerMode {

@@ -278,10 +278,19 @@ func TestValues(t *testing.T) {
 			}
 		}},
 		{"ServiceMonitor", "serviceMonitor: {enabled: true, labels: {release: prometheus}}", func(t *testing.T, objs []*unstructured.Unstructured) {
-			expectConfigPrometheus(t, find(t, objs, "ServiceMonitor", "mpiguard-controller-metrics-monitor"))
+			expectConfig(t, "config/prometheus", find(t, objs, "ServiceMonitor", "mpiguard-controller-metrics-monitor"))
 		}},
 		{"PrometheusRule", "prometheusRule: {enabled: true, labels: {release: prometheus}}", func(t *testing.T, objs []*unstructured.Unstructured) {
-			expectConfigPrometheus(t, find(t, objs, "PrometheusRule", "mpiguard-alerts"))
+			expectConfig(t, "config/prometheus", find(t, objs, "PrometheusRule", "mpiguard-alerts"))
+		}},
+		{"Grafana dashboard", "grafanaDashboard: {enabled: true, labels: {release: prometheus}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			expectConfig(t, "config/grafana", find(t, objs, "ConfigMap", "mpiguard-dashboard"))
+		}},
+		{"Grafana dashboard in Grafana's namespace, in a folder", "grafanaDashboard: {enabled: true, namespace: monitoring, annotations: {grafana_folder: mpiguard}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			cm := find(t, objs, "ConfigMap", "mpiguard-dashboard")
+			if cm.GetNamespace() != "monitoring" || cm.GetAnnotations()["grafana_folder"] != "mpiguard" || cm.GetLabels()["grafana_dashboard"] != "1" {
+				t.Errorf("namespace %q, annotations %v, labels %v", cm.GetNamespace(), cm.GetAnnotations(), cm.GetLabels())
+			}
 		}},
 		{"PrometheusRule of another release", "fullnameOverride: guard\nprometheusRule: {enabled: true}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			data, err := yaml.Marshal(find(t, objs, "PrometheusRule", "guard-alerts").Object["spec"])
@@ -321,23 +330,28 @@ func TestValues(t *testing.T) {
 	}
 }
 
-// expectConfigPrometheus checks that the chart's o (its labels from values
-// aside) is config/prometheus' object of its kind as config/default would
-// install it (namespace, namePrefix and labels), the way the README says to
-// add it.
-func expectConfigPrometheus(t *testing.T, o *unstructured.Unstructured) {
+// expectConfig checks that the chart's o (its labels from values aside) is
+// the object of its kind of the optional kustomization dir (config/prometheus,
+// config/grafana) as config/default would install it (namespace, namePrefix
+// and labels), the way the README says to add it.
+func expectConfig(t *testing.T, dir string, o *unstructured.Unstructured) {
 	t.Helper()
 	dropLabels(o, append(slices.Clone(helmLabels), "release"))
-	for _, want := range kustomize(t, "config/prometheus") {
+	for _, want := range kustomize(t, dir) {
 		if want.GetKind() == o.GetKind() {
 			want.SetNamespace(namespace)
 			want.SetName("mpiguard-" + want.GetName())
-			want.SetLabels(map[string]string{"app.kubernetes.io/name": "mpiguard", "app.kubernetes.io/part-of": "mpiguard"})
+			labels := want.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels["app.kubernetes.io/name"], labels["app.kubernetes.io/part-of"] = "mpiguard", "mpiguard"
+			want.SetLabels(labels)
 			if diff := cmp.Diff(want.Object, o.Object); diff != "" {
-				t.Errorf("the chart's %s differs from config/prometheus' in config/default (-kustomize +chart):\n%s", o.GetKind(), diff)
+				t.Errorf("the chart's %s differs from %s's as config/default would add it (-kustomize +chart):\n%s", o.GetKind(), dir, diff)
 			}
 			return
 		}
 	}
-	t.Fatalf("config/prometheus has no %s", o.GetKind())
+	t.Fatalf("%s has no %s", dir, o.GetKind())
 }

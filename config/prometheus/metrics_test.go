@@ -3,8 +3,6 @@ package prometheus_test
 import (
 	"context"
 	"errors"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -16,42 +14,38 @@ import (
 	// and controller metrics.
 	_ "github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/test/framework"
 )
 
-// metricName picks the series names out of an alert's expression: mpiguard's,
-// controller-runtime's and the kube-apiserver's (the rest are PromQL
-// functions and keywords, or Prometheus' own `up`).
-var metricName = regexp.MustCompile(`\b(?:mpiguard|controller_runtime|apiserver)_[a-z0-9_]+\b`)
-
-// TestAlertsReadRegisteredMetrics: every mpiguard or controller-runtime metric
-// an alert reads is registered by the manager's code under that name, so a
-// renamed metric fails here rather than silencing its alert. (Registered, not
-// scraped: a labelled series appears in /metrics only once observed.) The
-// kube-apiserver's apiserver_admission_webhook_* are Kubernetes' own, stable
-// metrics.
-func TestAlertsReadRegisteredMetrics(t *testing.T) {
+// TestMonitoringReadsRegisteredMetrics: every mpiguard or controller-runtime
+// metric an alert or a dashboard panel reads is registered by the manager's
+// code under that name, so a renamed metric fails here rather than silencing
+// its alert or emptying its panel. (Registered, not scraped: a labelled series
+// appears in /metrics only once observed; test/integration/admission's
+// scrape spec reads a running manager's /metrics.) The kube-apiserver's
+// apiserver_admission_webhook_* and kube-state-metrics' kube_resourcequota
+// are other components' stable metrics.
+func TestMonitoringReadsRegisteredMetrics(t *testing.T) {
 	// The engine registers its collectors when it is made.
 	if _, err := engine.NewDefault(context.Background(), engine.Options{Registerer: metrics.Registry}); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := readRule(t)
-	var names []string
-	for _, g := range r.Spec.Groups {
-		for _, rl := range g.Rules {
-			for _, n := range metricName.FindAllString(rl.Expr, -1) {
-				if !strings.HasPrefix(n, "apiserver_") && !slices.Contains(names, n) {
-					names = append(names, n)
-				}
-			}
+	read, err := framework.MonitoredMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own int
+	for name, readers := range read {
+		if !framework.ServedByManager(name) {
+			continue
 		}
-	}
-	if len(names) == 0 {
-		t.Fatal("the alerts read no mpiguard or controller-runtime metric")
-	}
-	for _, name := range names {
+		own++
 		if !registered(name) && !registered(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count"), "_sum")) {
-			t.Errorf("an alert reads %s, which mpiguard does not register", name)
+			t.Errorf("%s reads %s, which mpiguard does not register", strings.Join(readers, ", "), name)
 		}
+	}
+	if own == 0 {
+		t.Fatal("the alerts and dashboard read no mpiguard or controller-runtime metric")
 	}
 }
 

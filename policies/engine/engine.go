@@ -353,6 +353,9 @@ func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
 			o = outcomePass
 		}
 		e.metrics.decisions.WithLabelValues(p, o).Inc()
+		if o == outcomeDeny {
+			e.metrics.denials.WithLabelValues(p, src.TrainJob.Namespace).Inc()
+		}
 	}
 	if e.log == nil {
 		return

@@ -9,6 +9,7 @@ import (
 // metrics are the engine's Prometheus collectors.
 type metrics struct {
 	decisions *prometheus.CounterVec
+	denials   *prometheus.CounterVec
 	latency   prometheus.Histogram
 	reloads   *prometheus.CounterVec
 	setInfo   *prometheus.GaugeVec
@@ -35,6 +36,13 @@ func newMetrics() *metrics {
 			Name: "mpiguard_policy_decisions_total",
 			Help: "Admission decisions by policy and outcome (policy=\"all\": whole decisions allowed, denied, ungoverned or error).",
 		}, []string{"policy", "outcome"}),
+		// decisions has no namespace label (policies x outcomes x namespaces
+		// would be most of the series); denials, the one outcome someone
+		// follows up per team, has it.
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mpiguard_policy_denials_total",
+			Help: "TrainJob requests a policy denied (enforcement deny), by policy and the TrainJob's namespace.",
+		}, []string{"policy", "namespace"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mpiguard_policy_evaluation_seconds",
 			Help:    "Time to evaluate every policy for one TrainJob (input build, Rego, results).",
@@ -57,6 +65,9 @@ func newMetrics() *metrics {
 func (m *metrics) register(r prometheus.Registerer) error {
 	var err error
 	if m.decisions, err = registerOrReuse(r, m.decisions); err != nil {
+		return err
+	}
+	if m.denials, err = registerOrReuse(r, m.denials); err != nil {
 		return err
 	}
 	if m.latency, err = registerOrReuse(r, m.latency); err != nil {

@@ -25,3 +25,18 @@ var (
 func init() {
 	metrics.Registry.MustRegister(appliesTotal, repairsTotal, publishedGauge)
 }
+
+// initSeries creates, at zero, the series of every curated runtime the
+// publisher keeps: rate() and increase() miss the first event of a series
+// born at 1 (a runtime's first repair, MpiguardCuratedRuntimeOutOfSync's
+// neighbour on the dashboard), and panels show zeros instead of nothing.
+func initSeries(runtimes []string) {
+	for _, name := range runtimes {
+		for _, cause := range []string{"deleted", "edited"} {
+			repairsTotal.WithLabelValues(name, cause)
+		}
+		for _, result := range []string{"success", "error"} {
+			appliesTotal.WithLabelValues(name, result)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,6 +96,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if len(r.desired) == 0 {
 		return fmt.Errorf("runtime publisher: include %v / exclude %v select none of the curated runtimes %v", opts.Include, opts.Exclude, catalog.Names(all))
 	}
+	initSeries(slices.Collect(maps.Keys(r.desired)))
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { _, ok := r.desired[o.GetName()]; return ok })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("runtime-publisher").

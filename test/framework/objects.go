@@ -44,6 +44,13 @@ func (e *Env) CreateQuota(ctx context.Context, q *corev1.ResourceQuota, used cor
 	}
 	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: used}
 	gomega.Expect(e.Client.Status().Update(ctx, q)).To(gomega.Succeed())
+	e.waitReplicasSeeQuotaStatus(ctx, q, len(used))
+}
+
+// waitReplicasSeeQuotaStatus returns once every running replica's cache
+// shows q's status: used names names.
+func (e *Env) waitReplicasSeeQuotaStatus(ctx context.Context, q *corev1.ResourceQuota, names int) {
+	ginkgo.GinkgoHelper()
 	for _, r := range e.Replicas {
 		if !r.Running() {
 			continue
@@ -51,7 +58,7 @@ func (e *Env) CreateQuota(ctx context.Context, q *corev1.ResourceQuota, used cor
 		gomega.Eventually(func(g gomega.Gomega) {
 			var cached corev1.ResourceQuota
 			g.Expect(r.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(q), &cached)).To(gomega.Succeed())
-			g.Expect(cached.Status.Used).To(gomega.HaveLen(len(used)))
+			g.Expect(cached.Status.Used).To(gomega.HaveLen(names))
 		}).Should(gomega.Succeed(), "replica at %s never saw the quota's status", r.Addr)
 	}
 }

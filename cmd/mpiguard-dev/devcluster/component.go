@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -59,21 +60,23 @@ func (e *Env) componentPort() (int, error) {
 // startComponent runs the binary name from the folder assets with args,
 // through a shim (parentdeath.go), so that it dies with this process as the
 // apiserver does, in a process group of its own (a Ctrl-C meant for this
-// process reaches it only through Stop), its output in LogDir/name.log. It
-// returns once healthURL answers 200 (https is not verified: a loopback
-// liveness probe of a self-signed server). Env.Stop stops it.
-func (e *Env) startComponent(ctx context.Context, name, assets, healthURL string, args ...string) error {
+// process reaches it only through Stop), its output in LogDir/<instance>.log
+// (instance names one run of the binary: name, unless it runs more than
+// once). It returns once healthURL answers 200 (https is not verified: a
+// loopback liveness probe of a self-signed server); the component it
+// returns, also with an error once started, is stopped by Env.Stop.
+func (e *Env) startComponent(ctx context.Context, name, instance, assets, healthURL string, args ...string) (*component, error) {
 	if _, err := os.Stat(filepath.Join(assets, name)); err != nil {
-		return fmt.Errorf("%s is not in %s: %w", name, assets, err)
+		return nil, fmt.Errorf("%s is not in %s: %w", name, assets, err)
 	}
-	shim, err := componentShim(e.runDir, assets, name)
+	shim, err := componentShim(e.runDir, assets, name, instance)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	logPath := filepath.Join(e.LogDir, name+".log")
+	logPath := filepath.Join(e.LogDir, instance+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.logs = append(e.logs, logFile)
 	cmd := exec.Command(shim, args...)
@@ -82,7 +85,7 @@ func (e *Env) startComponent(ctx context.Context, name, assets, healthURL string
 	p := &component{name: name, cmd: cmd, exited: make(chan struct{}), log: logPath}
 	if p.release, err = startOnOwnThread(cmd.Start); err != nil {
 		p.release()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	go func() {
 		p.err = cmd.Wait()
@@ -91,9 +94,15 @@ func (e *Env) startComponent(ctx context.Context, name, assets, healthURL string
 	e.procs = append(e.procs, p)
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback liveness probe
 	if err := waitOK(ctx, c, healthURL, time.Minute, p.exited, func() error { return p.err }); err != nil {
-		return fmt.Errorf("%s (log: %s): %w", name, logPath, err)
+		return p, fmt.Errorf("%s (log: %s): %w", name, logPath, err)
 	}
-	return nil
+	return p, nil
+}
+
+// stopComponent stops p before Env.Stop would, and forgets it.
+func (e *Env) stopComponent(p *component) error {
+	e.procs = slices.DeleteFunc(e.procs, func(q *component) bool { return q == p })
+	return p.stop()
 }
 
 // loopbackURL is scheme://127.0.0.1:port/healthz.

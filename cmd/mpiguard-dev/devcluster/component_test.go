@@ -21,7 +21,7 @@ func TestComponentShimRunsTheBinaryOfItsFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(runDir) })
-	shim, err := componentShim(runDir, kwokDir, kwok)
+	shim, err := componentShim(runDir, kwokDir, kwok, kwok)
 	if err != nil {
 		t.Fatal(err)
 	}

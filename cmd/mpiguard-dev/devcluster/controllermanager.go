@@ -16,7 +16,23 @@ const controllerManager = "kube-controller-manager"
 // only the named controllers: envtest runs none, so without it a Job never
 // creates a pod, and nothing records why it could not (FailedCreate).
 func (e *Env) startControllerManager(ctx context.Context, controllers []string) error {
-	return e.startKubeComponent(ctx, controllerManager, "system:kube-controller-manager", "--controllers="+strings.Join(controllers, ","))
+	_, err := e.startKubeComponent(ctx, controllerManager, controllerManager, "system:kube-controller-manager", "--controllers="+strings.Join(controllers, ","))
+	return err
+}
+
+// StartQuotaController runs one more kube-controller-manager with only the
+// resourcequota controller: ResourceQuotas' status is then the real
+// controller's, computed from the pods that exist and lowered when they
+// finish or go. stop ends it (Env.Stop does too); it is returned also with
+// an error once the process started.
+func (e *Env) StartQuotaController(ctx context.Context) (stop func() error, err error) {
+	e.quotaControllers++
+	instance := fmt.Sprintf("%s-resourcequota-%d", controllerManager, e.quotaControllers)
+	p, err := e.startKubeComponent(ctx, controllerManager, instance, "system:kube-controller-manager", "--controllers=resourcequota")
+	if p == nil {
+		return nil, err
+	}
+	return func() error { return e.stopComponent(p) }, err
 }
 
 // startKubeComponent runs a component of k8s.io/kubernetes from the control
@@ -24,14 +40,14 @@ func (e *Env) startControllerManager(ctx context.Context, controllers []string) 
 // system:masters user named user, without leader election, serving /healthz
 // on a free loopback port only to say when it is up, with args besides. It
 // dies with this process, as the apiserver does.
-func (e *Env) startKubeComponent(ctx context.Context, name, user string, args ...string) error {
-	kubeconfig, err := e.componentKubeconfig(name, user)
+func (e *Env) startKubeComponent(ctx context.Context, name, instance, user string, args ...string) (*component, error) {
+	kubeconfig, err := e.componentKubeconfig(instance, user)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	port, err := e.componentPort()
 	if err != nil {
-		return fmt.Errorf("finding a port for %s: %w", name, err)
+		return nil, fmt.Errorf("finding a port for %s: %w", name, err)
 	}
 	common := []string{
 		"--kubeconfig=" + kubeconfig,
@@ -40,11 +56,12 @@ func (e *Env) startKubeComponent(ctx context.Context, name, user string, args ..
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(e.runDir, name+"-certs"),
+		"--cert-dir=" + filepath.Join(e.runDir, instance+"-certs"),
 		"--v=2",
 	}
-	if err := e.startComponent(ctx, name, e.Testenv.BinaryAssetsDirectory, loopbackURL("https", port), append(common, args...)...); err != nil {
-		return fmt.Errorf("%w (build it with `make controlplane`, test/controlplane/build.sh)", err)
+	p, err := e.startComponent(ctx, name, instance, e.Testenv.BinaryAssetsDirectory, loopbackURL("https", port), append(common, args...)...)
+	if err != nil {
+		return p, fmt.Errorf("%w (build it with `make controlplane`, test/controlplane/build.sh)", err)
 	}
-	return nil
+	return p, nil
 }

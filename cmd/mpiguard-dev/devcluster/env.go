@@ -122,6 +122,9 @@ type Env struct {
 	procs []*component
 	// stopJobSet stops JobSet's controller when Options.Workloads runs it.
 	stopJobSet func() error
+	// quotaControllers counts the StartQuotaController starts, to name each
+	// one's files.
+	quotaControllers int
 }
 
 // Start brings up the control plane and, unless NoManager, mpiguard itself.

@@ -58,7 +58,7 @@ func (e *Env) startKWOK(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("finding a port for KWOK: %w", err)
 	}
-	return e.startComponent(ctx, kwok, assets, loopbackURL("http", port),
+	_, err = e.startComponent(ctx, kwok, kwok, assets, loopbackURL("http", port),
 		"--kubeconfig="+kubeconfig,
 		"--config="+strings.Join(stages, ","),
 		"--manage-all-nodes=false",
@@ -66,6 +66,7 @@ func (e *Env) startKWOK(ctx context.Context) error {
 		"--server-address="+net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		"--v=INFO",
 	)
+	return err
 }
 
 // createKWOKNodes creates n fake nodes kwok-node-0..n-1 with gpus

@@ -31,9 +31,10 @@ func controlPlaneShims(runDir string) (apiServer, etcd string, err error) {
 
 // componentShim is controlPlaneShims for a component the framework starts
 // itself (component.go): a link named name, in a folder of its own under
-// runDir whose run spec names assets, the folder of the real binary.
-func componentShim(runDir, assets, name string) (string, error) {
-	dir := filepath.Join(runDir, name+"-shim")
+// runDir (one per instance) whose run spec names assets, the folder of the
+// real binary.
+func componentShim(runDir, assets, name, instance string) (string, error) {
+	dir := filepath.Join(runDir, instance+"-shim")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -15,6 +15,6 @@ func controlPlaneShims(runDir string) (apiServer, etcd string, err error) {
 }
 
 // componentShim gives the real binary, for the same reason.
-func componentShim(_, assets, name string) (string, error) {
+func componentShim(_, assets, name, _ string) (string, error) {
 	return filepath.Join(assets, name), nil
 }

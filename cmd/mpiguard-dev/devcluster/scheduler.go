@@ -9,5 +9,6 @@ const kubeScheduler = "kube-scheduler"
 // as the kube-apiserver (test/controlplane/build.sh), with its default
 // profile: it binds pods to the KWOK nodes (kwok.go).
 func (e *Env) startScheduler(ctx context.Context) error {
-	return e.startKubeComponent(ctx, kubeScheduler, "system:kube-scheduler")
+	_, err := e.startKubeComponent(ctx, kubeScheduler, kubeScheduler, "system:kube-scheduler")
+	return err
 }

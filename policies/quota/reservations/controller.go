@@ -75,6 +75,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if err := r.client.Get(ctx, req.NamespacedName, res); err != nil {
 		if apierrors.IsNotFound(err) {
 			entriesHeld.DeleteLabelValues(req.Name)
+			forgetReserved(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -117,6 +118,9 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 	}
 	entriesHeld.WithLabelValues(ns).Set(float64(len(keep)))
+	if err := r.observeReserved(ctx, res, keep, existing); err != nil {
+		return reconcile.Result{}, err
+	}
 	if next.IsZero() {
 		return reconcile.Result{}, nil
 	}

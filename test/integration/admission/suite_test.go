@@ -35,7 +35,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// released without waiting the production default.
 	components.Policies.ReservationGrace = reservationGrace
 	components.Policies.MaxUnconfirmedReservations = maxUnconfirmed
-	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission", Components: &components,
+	// Metrics: metrics_test.go scrapes /metrics as Prometheus would.
+	env = framework.StartSuite(context.Background(), framework.Options{Name: "admission", Components: &components, Metrics: true,
 		// Volcano's Queue CRD for the gang-scheduling specs (gang_test.go).
 		ExtraCRDDirs: []string{framework.VolcanoCRDs()}})
 }, NodeTimeout(framework.SuiteStartTimeout))

@@ -116,10 +116,10 @@ func helmSpecs() {
 		Expect(modes).To(HaveKey("openshift"))
 	})
 
-	It("the chart's optional objects are accepted by the apiserver: ServiceMonitor, PrometheusRule, policy parameters, client-ca, NetworkPolicy peers", func(ctx context.Context) {
+	It("the chart's optional objects are accepted by the apiserver: ServiceMonitor, PrometheusRule, Grafana dashboard, policy parameters, client-ca, NetworkPolicy peers", func(ctx context.Context) {
 		values := map[string]any{}
 		for _, set := range []string{
-			"serviceMonitor.enabled=true", "prometheusRule.enabled=true",
+			"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
 			"policyParameters.policies.max-duration.enforcement=warn",
 			"clientAuth.enabled=true", "clientAuth.caConfigMap=apiserver-client-ca", "clientAuth.certNames={kube-apiserver-webhook-client}",
 			"networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
