@@ -68,6 +68,11 @@ type Options struct {
 	// controllers (its --controllers, e.g. "job"), for specs where Jobs must
 	// really create pods; none run otherwise (controllermanager.go).
 	KubeControllers []string
+	// SecondCluster starts this Env in a process where another Env already
+	// runs mpiguard (a second cluster: MultiKueue's manager and worker).
+	// controller-runtime checks controller names once per process, so its
+	// replicas skip that check: the first Env's replica 0 made it.
+	SecondCluster bool
 }
 
 // Env is a running integration environment.
