@@ -220,8 +220,8 @@ test-integration: controlplane kueue ## envtest integration suites against a rea
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(INTEGRATION_PKGS) $(GINKGO_ARGS)
 
 .PHONY: test-multikueue
-test-multikueue: controlplane kueue ## Opt-in, not in test: two control planes (manager, worker) with real Kueue MultiKueue between them (docs/kueue.md, "MultiKueue").
-	MPIGUARD_MULTIKUEUE=1 KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout 15m -v ./test/integration/multikueue/ $(GINKGO_ARGS)
+test-multikueue: controlplane kueue ## Only the MultiKueue suite (also in test-integration): two control planes, manager and worker, with real Kueue MultiKueue between them.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout 15m -v ./test/integration/multikueue/ $(GINKGO_ARGS)
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (60s) each, one after another; a failing input lands in the package's testdata/fuzz/.

@@ -39,7 +39,7 @@ var _ = AfterSuite(func() {
 	fmt.Fprintf(&b, "  %-16s pid %-7d peak RSS %4d MB\n", "test process", os.Getpid(), self/1024)
 	total += self
 	fmt.Fprintf(&b, "  sum of peaks: %d MB\n", total/1024)
-	GinkgoWriter.Print(b.String())
+	// Straight to stdout: `go test -v` shows it for a passing suite too.
 	_, _ = os.Stdout.WriteString(b.String())
 })
 

@@ -8,13 +8,12 @@
 // the worker through a MultiKueueCluster whose kubeconfig Secret points at
 // the worker's apiserver.
 //
-// It is opt-in (`make test-multikueue`; `make test` skips it): see
-// docs/kueue.md, "MultiKueue", for what it costs.
+// It prints what it costs when it ends (cost_test.go); docs/kueue.md,
+// "MultiKueue", records it. `make test-multikueue` runs it alone.
 package multikueue
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -23,11 +22,6 @@ import (
 
 	"github.com/mpiguard/mpiguard/test/framework"
 )
-
-// optIn is the variable `make test-multikueue` sets: without it the suite
-// skips, so `make test` (go test ./test/integration/...) does not pay for a
-// second control plane and two Kueue managers.
-const optIn = "MPIGUARD_MULTIKUEUE"
 
 // The two clusters and their Kueue managers.
 var (
@@ -38,9 +32,6 @@ var (
 )
 
 func TestMultiKueue(t *testing.T) {
-	if os.Getenv(optIn) == "" {
-		t.Skipf("two control planes with MultiKueue between them: opt-in, set %s=1 (make test-multikueue)", optIn)
-	}
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "MultiKueue")
 }
