@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
 // dispatchTimeout bounds the whole trip: the manager's Kueue reserves, the
@@ -91,7 +92,7 @@ var _ = Describe("a TrainJob queued on a MultiKueue manager cluster", func() {
 			policy string
 			why    string
 		}{
-			{job(ns, "pinned-us").RuntimePatch(regionPatch("us-east-1")).Obj(), "[data-residency]", "us-east-1"},
+			{job(ns, "pinned-us").RuntimePatch(fixtures.UserPatch("node", nil, map[string]string{regionKey: "us-east-1"})).Obj(), "[data-residency]", "us-east-1"},
 			{job(ns, "too-long").ActiveDeadlineSeconds(7200).Obj(), "[max-duration]", "allows at most 1 hour"},
 		} {
 			err := manager.Client.Create(ctx, c.job)
@@ -117,21 +118,6 @@ func mpiguardPatch(job *trainer.TrainJob) *trainer.RuntimePatch {
 		return nil
 	}
 	return &job.Spec.RuntimePatches[i]
-}
-
-// regionPatch is a user's runtime patch that pins the Workers to region.
-func regionPatch(region string) trainer.RuntimePatch {
-	return trainer.RuntimePatch{
-		Manager: "example.com/user",
-		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
-			Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{
-				Name: "node",
-				Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
-					Spec: &trainer.PodSpecPatch{NodeSelector: map[string]string{regionKey: region}},
-				}}},
-			}}},
-		}},
-	}
 }
 
 func describe(wls []kueue.Workload) string {
