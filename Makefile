@@ -242,6 +242,10 @@ mpi: ## Install Debian's openssh-server, openmpi-bin and iproute2: test/mpi runs
 test-integration: controlplane kueue kwok ## envtest integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(INTEGRATION_PKGS) $(GINKGO_ARGS)
 
+.PHONY: test-multikueue
+test-multikueue: controlplane kueue ## Only the MultiKueue suite (also in test-integration): two control planes, manager and worker, with real Kueue MultiKueue between them.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -timeout 15m -v ./test/integration/multikueue/ $(GINKGO_ARGS)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (60s) each, one after another; a failing input lands in the package's testdata/fuzz/.
 	@failed=; for t in $(FUZZ_TARGETS); do \

@@ -41,6 +41,7 @@ var (
 	CertManagerCRDs             = devcluster.CertManagerCRDs
 	TrainerRuntimes             = devcluster.TrainerRuntimes
 	KueueCRDs                   = devcluster.KueueCRDs
+	KueueBinary                 = devcluster.KueueBinary
 	SchedulerPluginsPodGroupCRD = devcluster.SchedulerPluginsPodGroupCRD
 	ProcessesRunning            = devcluster.ProcessesRunning
 	ReadProcStat                = devcluster.ReadProcStat

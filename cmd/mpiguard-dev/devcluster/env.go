@@ -77,6 +77,11 @@ type Options struct {
 	// (KubeControllers, StartJobSetController, Setup: TrainerController).
 	// Needs the manager (the Trainer runs in it).
 	Workloads *Workloads
+	// SecondCluster starts this Env in a process where another Env already
+	// runs mpiguard (a second cluster: MultiKueue's manager and worker).
+	// controller-runtime checks controller names once per process, so its
+	// replicas skip that check: the first Env's replica 0 made it.
+	SecondCluster bool
 }
 
 // Env is a running integration environment.

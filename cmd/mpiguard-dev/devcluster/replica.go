@@ -105,7 +105,7 @@ func (e *Env) startReplica(ctx context.Context, rc replicaConfig) (*Replica, err
 		// them, so a duplicate within app.Setup is caught.
 		so.SkipControllerNameValidation = rc.index > 0
 	}
-	if rc.restarted {
+	if rc.restarted || opts.SecondCluster {
 		so.SkipControllerNameValidation = true
 	}
 	mgr, err := app.NewManager(e.ManagerConfig, so)
