@@ -75,7 +75,7 @@ type Document struct {
 	// CREATE) are the parts of doc as OPA values.
 	// gang is input.gang, nil for a job without a podGroupPolicy.
 	request, job, namespace, quotas, runtime, oldTrainJob, gang *ast.Term
-	entries                                               []Entry
+	entries                                                     []Entry
 }
 
 // New builds the input document of src's job. An error means the job

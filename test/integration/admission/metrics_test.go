@@ -23,7 +23,6 @@ import (
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/quota/reservations"
-	api "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
@@ -57,9 +56,9 @@ var _ = Describe("the metrics alerts and the dashboard read", func() {
 		tightenMaxWorkers(ctx, ns, 1)
 
 		By("finishing a RuntimeTest (its runtime does not exist: RuntimeNotFound)")
-		Expect(env.Client.Create(ctx, &api.RuntimeTest{
+		Expect(env.Client.Create(ctx, &quotav1alpha1.RuntimeTest{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "smoke"},
-			Spec:       api.RuntimeTestSpec{RuntimeRef: api.RuntimeRef{Name: "no-such-runtime-" + ns}, Workers: 1, SlotsPerWorker: 1},
+			Spec:       quotav1alpha1.RuntimeTestSpec{RuntimeRef: quotav1alpha1.RuntimeRef{Name: "no-such-runtime-" + ns}, Workers: 1, SlotsPerWorker: 1},
 		})).To(Succeed())
 
 		By("scraping /metrics until every metric read is served")
