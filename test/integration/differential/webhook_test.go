@@ -173,6 +173,15 @@ func setUp(ctx context.Context, c *offline.Cluster) *created {
 	for i := range c.LimitRanges {
 		add(c.LimitRanges[i].DeepCopy())
 	}
+	// Objects a job would create exist already: mpiguard reads them live,
+	// by name (it caches none). Created before the quotas, whose status.used
+	// (as the sample writes it) counts them: created after, the apiserver's
+	// quota admission would charge them once more.
+	for _, obj := range c.Existing {
+		obj = obj.DeepCopy()
+		Expect(env.Client.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
+		out.existing = append(out.existing, obj)
+	}
 	for i := range c.Quotas {
 		q := c.Quotas[i].DeepCopy()
 		status := q.Status
@@ -181,13 +190,6 @@ func setUp(ctx context.Context, c *offline.Cluster) *created {
 			q.Status = status
 			Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of ResourceQuota %s", q.Name)
 		}
-	}
-	// Objects a job would create exist already: mpiguard reads them live,
-	// by name (it caches none).
-	for _, obj := range c.Existing {
-		obj = obj.DeepCopy()
-		Expect(env.Client.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
-		out.existing = append(out.existing, obj)
 	}
 	for i := range c.Queues {
 		// Volcano Queues (cluster-scoped) with the status Volcano would
