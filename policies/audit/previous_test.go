@@ -16,7 +16,7 @@ import (
 // Client (the manager's cached client) is only for writes then.
 func TestPreviousReportReadsReader(t *testing.T) {
 	scheme := runtime.NewScheme()
-	if err := reports.AddToScheme(scheme); err != nil {
+	if err := reports.Install(scheme); err != nil {
 		t.Fatal(err)
 	}
 	stored := &reports.Report{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: ReportName},
