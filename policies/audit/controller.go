@@ -131,7 +131,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 			Cluster:      pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
 			Reservations: res,
 		},
-		writer:   ReportWriter{Client: mgr.GetClient()},
+		writer:   ReportWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
 		reader:   mgr.GetClient(),
 		recorder: mgr.GetEventRecorder(ControllerName),
 		opts:     opts,

@@ -164,9 +164,15 @@ func fit(all []reportsapply.ReportResultApplyConfiguration, sizes []int) ([]repo
 }
 
 // ReportWriter writes reports. Client applies and deletes; it also reads the
-// previous reports (the manager's cache).
+// previous reports unless Reader is set.
 type ReportWriter struct {
 	Client client.Client
+	// Reader, when set, reads the previous reports: the controller reads
+	// them from the apiserver, so the manager keeps no informer of Reports.
+	// Such an informer holds a copy of every Report (each up to
+	// maxReportBytes) and decodes each write the audit makes once more as a
+	// watch event, while only the leader reads a Report, once per audit.
+	Reader client.Reader
 	Now    func() time.Time
 }
 
@@ -180,15 +186,19 @@ func (w ReportWriter) now() time.Time {
 // PreviousReport returns the results of namespace ns's Report (ns "" for the
 // ClusterReport): nil when there is no report, non-nil when there is one.
 func (w ReportWriter) PreviousReport(ctx context.Context, ns string) ([]reports.ReportResult, error) {
+	var reader client.Reader = w.Client
+	if w.Reader != nil {
+		reader = w.Reader
+	}
 	var err error
 	var results []reports.ReportResult
 	if ns == "" {
 		var r reports.ClusterReport
-		err = w.Client.Get(ctx, client.ObjectKey{Name: ReportName}, &r)
+		err = reader.Get(ctx, client.ObjectKey{Name: ReportName}, &r)
 		results = r.Results
 	} else {
 		var r reports.Report
-		err = w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ReportName}, &r)
+		err = reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ReportName}, &r)
 		results = r.Results
 	}
 	if apierrors.IsNotFound(err) {
