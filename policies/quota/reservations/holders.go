@@ -59,8 +59,7 @@ func Finished(job *trainer.TrainJob) bool {
 
 // Unconfirmed counts the entries of res held on trust: admitted creates whose
 // TrainJob (that name with that UID) is not among jobs, and admitted resumes
-// that have not landed (their job is missing, or still suspended at the
-// generation the resume updated). A create or resume the apiserver then
+// that have not landed (their job is missing, or still suspended). A create or resume the apiserver then
 // refused stays unconfirmed until its grace ends; admission caps how many a
 // namespace may have at once.
 func Unconfirmed(res *v1alpha1.QuotaReservation, jobs []trainer.TrainJob) int {
@@ -79,8 +78,13 @@ func Unconfirmed(res *v1alpha1.QuotaReservation, jobs []trainer.TrainJob) int {
 	return n
 }
 
-// resumePending says whether the resume entry e was admitted for has not
-// landed on job yet: the job is still suspended at the generation it updated.
-func resumePending(e *v1alpha1.ReservationEntry, job *trainer.TrainJob) bool {
-	return ptr.Deref(job.Spec.Suspend, false) && job.Generation <= e.ResumedFromGeneration
+// resumePending says whether the resume entry e was admitted for may still
+// land on job: the job is suspended. Not only at the generation the resume
+// updated: Kueue v0.17 resumes in two writes, its placement first (a new
+// generation, still suspended), then spec.suspend, and an entry released
+// between them would give the job's quota to another job just before its
+// resume (seen in the Kueue suite under load). A job resumed and suspended
+// again is told apart only once its grace has passed (decide).
+func resumePending(_ *v1alpha1.ReservationEntry, job *trainer.TrainJob) bool {
+	return ptr.Deref(job.Spec.Suspend, false)
 }

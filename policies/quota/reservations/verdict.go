@@ -62,6 +62,9 @@ func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string
 			if !live {
 				return verdict{confirm: true}
 			}
+			if job.Generation > e.ResumedFromGeneration {
+				return verdict{release: ReasonSuspended} // changed since: resumed and suspended again
+			}
 			return verdict{release: ReasonResumeNotApplied}
 		}
 		return verdict{release: ReasonSuspended}

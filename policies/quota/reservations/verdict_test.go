@@ -63,7 +63,9 @@ func TestDecide(t *testing.T) {
 		{"resume admitted, cache still shows the suspended job: keep until the grace", resumed(within), job(suspended(3)), nil, false, verdict{recheck: within.Add(clockSkew)}},
 		{"resume not landed after the grace: confirm live", resumed(past), job(suspended(3)), nil, false, verdict{confirm: true}},
 		{"resume never applied", resumed(past), job(suspended(3)), nil, true, verdict{release: ReasonResumeNotApplied}},
-		{"resumed, then suspended again", resumed(within), job(suspended(5)), nil, false, verdict{release: ReasonSuspended}},
+		{"Kueue's first write of its resume (placement, still suspended): keep until the grace", resumed(within), job(suspended(4)), nil, false, verdict{recheck: within.Add(clockSkew)}},
+		{"resumed, then suspended again: kept until the grace", resumed(within), job(suspended(5)), nil, false, verdict{recheck: within.Add(clockSkew)}},
+		{"resumed, then suspended again, past the grace", resumed(past), job(suspended(5)), nil, true, verdict{release: ReasonSuspended}},
 		{"resumed and running", resumed(past), job(nil), nil, false, verdict{}},
 	}
 	for _, tc := range cases {
