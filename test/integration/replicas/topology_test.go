@@ -19,8 +19,8 @@ func topologySpecs() {
 		rt := createRuntime(ctx, fixtures.MPIRuntime("topology-"+ns))
 		before := env.Proxy.Accepted()
 
-		// In parallel, and more than the apiserver keeps idle (25 per host,
-		// k8s.io/apimachinery's DefaultMaxIdleConnsPerHost): it reuses idle
+		// In parallel, and more than the apiserver keeps idle (25 per host:
+		// client-go's transport cache, idleConnsPerHost): it reuses idle
 		// connections, which earlier specs' bursts leave, possibly all on one
 		// replica; past them it must dial new ones, which the proxy spreads.
 		const jobs = 40
