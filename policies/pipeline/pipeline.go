@@ -69,12 +69,6 @@ type Request struct {
 	// the caller records the final one with Pipeline.Record (a quota
 	// decision is final only once its reservation is written).
 	RecordLater bool
-
-	// snapshot is the job's runtime snapshot once read for this request
-	// (snapshotRead): the validating webhook asks Governed and then Run
-	// about the same request, and the snapshot is a GET to the apiserver.
-	snapshot     client.Object
-	snapshotRead bool
 }
 
 // Verdict is what the pipeline made of a request.
@@ -312,16 +306,6 @@ func (p *Pipeline) Record(v *Verdict) {
 	}
 }
 
-// Governed says whether the policies have anything to say about req (see
-// Verdict.Governed) without rendering or judging it: one runtime read. It
-// does not read the namespace, so a job of an exempt namespace reads as
-// governed here (the webhooks never receive one: their namespaceSelector)
-// and Run then finds it is not.
-func (p *Pipeline) Governed(ctx context.Context, c Cluster, req *Request) (bool, error) {
-	rt, err := p.governedRuntime(ctx, c, req)
-	return rt != nil, err
-}
-
 // governedRuntime returns the runtime of a governed request, nil when the
 // request is not governed.
 func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request) (client.Object, error) {
@@ -343,19 +327,13 @@ func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request)
 
 // runtimeOf is what the Trainer builds the job's pods from: for a stored job
 // (an update, a resume, audit), its runtime snapshot when it has one, else
-// its runtime. A create has no snapshot yet. The snapshot is read once per
-// request; the runtime comes from the cache each time.
+// its runtime. A create has no snapshot yet. Prepare reads it once per
+// request; every later judgement of the request reuses what was prepared.
 func (req *Request) runtimeOf(ctx context.Context, c Cluster) (client.Object, error) {
 	if req.Operation == engine.Update {
-		if !req.snapshotRead {
-			snap, err := c.Snapshot(ctx, req.TrainJob)
-			if err != nil {
-				return nil, err
-			}
-			req.snapshot, req.snapshotRead = snap, true
-		}
-		if req.snapshot != nil {
-			return req.snapshot, nil
+		snap, err := c.Snapshot(ctx, req.TrainJob)
+		if err != nil || snap != nil {
+			return snap, err
 		}
 	}
 	return c.Runtime(ctx, req.TrainJob)

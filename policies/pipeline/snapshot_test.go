@@ -27,7 +27,7 @@ func (s snapshotCluster) Snapshot(context.Context, *trainer.TrainJob) (client.Ob
 }
 
 // A stored job is judged on its snapshot, not its runtime, and one request
-// reads the snapshot once however often the webhook asks about it; a create
+// reads the snapshot once (Prepare, then judged without reading it again); a create
 // has none to read.
 func TestStoredJobsAreJudgedOnTheirSnapshot(t *testing.T) {
 	p := testPipeline(t)
@@ -45,9 +45,6 @@ func TestStoredJobsAreJudgedOnTheirSnapshot(t *testing.T) {
 	resumed := old.DeepCopy()
 	resumed.Spec.Suspend = ptr.To(false)
 	req := &Request{Operation: engine.Update, TrainJob: resumed, OldTrainJob: old}
-	if governed, err := p.Governed(ctx, c, req); err != nil || !governed {
-		t.Fatalf("Governed = %v, %v", governed, err)
-	}
 	v, err := p.Run(ctx, c, req, Admit)
 	if err != nil {
 		t.Fatal(err)
