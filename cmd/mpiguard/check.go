@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
@@ -102,10 +103,14 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if o.output != "text" && o.output != "json" {
 		return &exitError{2, fmt.Errorf("--output %q: want text or json", o.output)}
 	}
-	// The policies compile and the renderer starts while the documents are
-	// read, on the other core: what a check of one TrainJob waits for
-	// (docs/performance.md, "Offline check"). Errors keep their order: the
-	// input's first.
+	// The policies compile, and the TrainJob schema's validators are built,
+	// while the documents are read (runtimes first, whose validators the
+	// reading builds), on the other core: what a check of one TrainJob waits
+	// for (docs/performance.md, "Offline check"). Errors keep their order:
+	// the input's first.
+	restoreGC := startupGC()
+	defer restoreGC() // an early return, in a process that goes on (tests)
+	go render.PrepareValidation(trainer.TrainJobKind)
 	evaluator := make(chan evaluatorOrError, 1)
 	go func() {
 		ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-check")
@@ -135,6 +140,7 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 			return &exitError{2, err}
 		}
 	}
+	restoreGC()
 	var results []offline.Result
 	var sources []string // with --each-file, each result's file, for the text output's headings
 	for _, cluster := range clusters {
@@ -180,6 +186,20 @@ type evaluatorOrError struct {
 // withCurated lets the TrainJobs of every cluster name a curated runtime
 // without the documents defining it: mpiguard's controller publishes them in
 // every cluster.
+// startupGC makes the garbage collector run less often while check starts:
+// the CRDs' schemas and CEL rules and the policies' compile make mostly
+// short-lived garbage, which a collection at every doubling of a small heap
+// (GOGC 100) scans again and again. The returned function restores it before
+// the jobs are judged, so the peak memory of a large check stays as it was.
+// A GOGC the user set is left alone.
+func startupGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(400)
+	return func() { debug.SetGCPercent(old) }
+}
+
 func withCurated(clusters []*offline.Cluster) error {
 	curated, err := catalog.Load()
 	if err != nil {

@@ -1,14 +1,7 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -92,38 +85,5 @@ func TestRenderConcurrently(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
-	}
-}
-
-// TestEmbeddedCRDsMatchTrainerModule keeps the embedded CRDs (used by
-// ApplyDefaults) identical to the pinned Trainer module's.
-func TestEmbeddedCRDsMatchTrainerModule(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/trainer/v2").Output()
-	if err != nil {
-		t.Skipf("cannot locate the Trainer module: %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "manifests", "base", "crds")
-	entries, err := crdFiles.ReadDir("crds")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 3 {
-		t.Fatalf("embedded %d CRDs, want 3", len(entries))
-	}
-	for _, e := range entries {
-		gz, _ := crdFiles.ReadFile("crds/" + e.Name())
-		zr, err := gzip.NewReader(bytes.NewReader(gz))
-		if err != nil {
-			t.Fatal(err)
-		}
-		embedded, _ := io.ReadAll(zr)
-		upstream, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(e.Name(), ".gz")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(embedded, upstream) {
-			t.Errorf("%s differs from the Trainer module's copy; refresh it with: gzip -9 -n -c %s > policies/render/crds/%s",
-				e.Name(), filepath.Join(dir, strings.TrimSuffix(e.Name(), ".gz")), e.Name())
-		}
 	}
 }

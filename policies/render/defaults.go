@@ -17,7 +17,6 @@ import (
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 )
@@ -27,10 +26,14 @@ import (
 // group, ...) that only the apiserver applies, from the CRD's structural schema.
 // Objects read from files (the offline `mpiguard check`) never went through it, so
 // ApplyDefaults applies the very same schema with the apiserver's own defaulting
-// algorithm. The CRDs are the pinned Trainer module's manifests/base/crds, embedded
-// gzipped; a test keeps them identical to the module's copy.
+// algorithm. The CRDs are the pinned Trainer module's manifests/base/crds,
+// embedded as gzipped JSON (sigs.k8s.io/yaml's conversion of the module's
+// YAML); crds_test.go keeps them identical to the module's copy and rewrites
+// them with -update. JSON, not the YAML itself: decoding a CRD from YAML (0.9
+// MB each for the runtimes) costs about 40 ms more than from JSON, paid at the
+// start of every `mpiguard check` (docs/performance.md, one job).
 //
-//go:embed crds/*.yaml.gz
+//go:embed crds/*.json.gz
 var crdFiles embed.FS
 
 // crdSchema lazily parses one embedded CRD into its structural schema: parsing costs
@@ -45,9 +48,9 @@ type crdSchema struct {
 }
 
 var (
-	trainJobSchema               = &crdSchema{file: "crds/trainer.kubeflow.org_trainjobs.yaml.gz"}
-	clusterTrainingRuntimeSchema = &crdSchema{file: "crds/trainer.kubeflow.org_clustertrainingruntimes.yaml.gz"}
-	trainingRuntimeSchema        = &crdSchema{file: "crds/trainer.kubeflow.org_trainingruntimes.yaml.gz"}
+	trainJobSchema               = &crdSchema{file: "crds/trainer.kubeflow.org_trainjobs.json.gz"}
+	clusterTrainingRuntimeSchema = &crdSchema{file: "crds/trainer.kubeflow.org_clustertrainingruntimes.json.gz"}
+	trainingRuntimeSchema        = &crdSchema{file: "crds/trainer.kubeflow.org_trainingruntimes.json.gz"}
 )
 
 func (c *crdSchema) get() (*structuralschema.Structural, error) {
@@ -69,7 +72,7 @@ func loadStructuralSchema(file, version string) (*apiextensions.JSONSchemaProps,
 		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
+	if err := json.Unmarshal(data, crd); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	for _, v := range crd.Spec.Versions {

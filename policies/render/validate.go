@@ -85,6 +85,21 @@ func runtimeDeepCopy(obj map[string]any) map[string]any {
 	return (&unstructured.Unstructured{Object: obj}).DeepCopy().Object
 }
 
+// PrepareValidation builds what ValidateAsAPIServer needs for kind (the CRD's
+// structural schema, OpenAPI validator and compiled CEL rules, tens of
+// milliseconds) unless it is built already; a caller that knows it will
+// validate that kind soon starts it on another core. Other kinds do nothing.
+func PrepareValidation(kind string) {
+	switch kind {
+	case trainer.TrainJobKind:
+		_, _ = trainJobSchema.validators()
+	case trainer.ClusterTrainingRuntimeKind:
+		_, _ = clusterTrainingRuntimeSchema.validators()
+	case trainer.TrainingRuntimeKind:
+		_, _ = trainingRuntimeSchema.validators()
+	}
+}
+
 // schemaValidators are what ValidateAsAPIServer needs of one CRD, built once:
 // compiling the CEL rules and the OpenAPI validator takes tens of milliseconds.
 type schemaValidators struct {
