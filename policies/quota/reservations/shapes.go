@@ -1,6 +1,7 @@
 package reservations
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
@@ -8,36 +9,38 @@ import (
 )
 
 // compact moves what each part's pods count for quota (its PodShape) into
-// res.Spec.PodShapes, each distinct shape once, and leaves the parts an
+// res.Spec.PodShapes, and what its other objects count (Objects) into
+// res.Spec.ObjectShapes, each distinct one once, and leaves the parts an
 // index: jobs of one runtime share their shapes, so an object of many
-// entries stays small, and every write carries it whole (measured: 500
-// sequential creates into one namespace, p50 141-148 ms with usage inline in
-// every entry, 112-116 ms with shapes; docs/performance.md). The table is
-// rebuilt from the entries, so shapes no entry uses any more are dropped.
-// res must be expanded (every part inline); it is modified.
+// entries stays small. Every write carries it whole, and the apiserver's
+// work for a write (decoding, schema validation, storage, watch) grows with
+// its size (docs/performance.md, "Where a create's time goes"): 500
+// sequential creates into one namespace took p50 141-148 ms with usage
+// inline in every entry, 112-116 ms with pod shapes; object shapes took an
+// entry of the benchmark's job from 500 to 330 bytes. The tables are rebuilt
+// from the entries, so shapes no entry uses any more are dropped. res must
+// be expanded (every part inline); it is modified.
 func compact(res *v1alpha1.QuotaReservation) {
 	var shapes []v1alpha1.PodShape
+	var objects []corev1.ResourceList
 	for i := range res.Spec.Entries {
 		parts := res.Spec.Entries[i].Parts
 		for j := range parts {
 			p := &parts[j]
-			if p.PerPod == nil { // a part that froze per-quota charges (quotas) has no shape
-				continue
+			if p.Objects != nil {
+				p.ObjectsShape, p.Objects = ptr.To(int32(add(&objects, p.Objects))), nil
 			}
-			k := indexOf(shapes, p.PodShape)
-			if k < 0 {
-				k = len(shapes)
-				shapes = append(shapes, p.PodShape)
+			if p.PerPod != nil { // a part that froze per-quota charges (quotas) has no shape
+				p.Shape, p.PodShape = ptr.To(int32(add(&shapes, p.PodShape))), v1alpha1.PodShape{}
 			}
-			p.Shape, p.PodShape = ptr.To(int32(k)), v1alpha1.PodShape{}
 		}
 	}
-	res.Spec.PodShapes = shapes
+	res.Spec.PodShapes, res.Spec.ObjectShapes = shapes, objects
 }
 
-// expand puts back into each part of res the shape it refers to, so every
-// reader sees parts inline. A part whose index is out of the table keeps no
-// usage: it charges nothing rather than another part's pods (the apiserver
+// expand puts back into each part of res the shapes it refers to, so every
+// reader sees parts inline. A part whose index is out of a table keeps no
+// usage: it charges nothing rather than another part's (the apiserver
 // validates the index's sign; only a hand edit could break it). res is
 // modified.
 func expand(res *v1alpha1.QuotaReservation) {
@@ -45,23 +48,30 @@ func expand(res *v1alpha1.QuotaReservation) {
 		parts := res.Spec.Entries[i].Parts
 		for j := range parts {
 			p := &parts[j]
-			if p.Shape == nil {
-				continue
+			if p.Shape != nil {
+				if k := int(*p.Shape); k < len(res.Spec.PodShapes) {
+					res.Spec.PodShapes[k].DeepCopyInto(&p.PodShape)
+				}
+				p.Shape = nil
 			}
-			if k := int(*p.Shape); k < len(res.Spec.PodShapes) {
-				res.Spec.PodShapes[k].DeepCopyInto(&p.PodShape)
+			if p.ObjectsShape != nil {
+				if k := int(*p.ObjectsShape); k < len(res.Spec.ObjectShapes) {
+					p.Objects = res.Spec.ObjectShapes[k].DeepCopy()
+				}
+				p.ObjectsShape = nil
 			}
-			p.Shape = nil
 		}
 	}
-	res.Spec.PodShapes = nil
+	res.Spec.PodShapes, res.Spec.ObjectShapes = nil, nil
 }
 
-func indexOf(shapes []v1alpha1.PodShape, s v1alpha1.PodShape) int {
-	for i := range shapes {
-		if equality.Semantic.DeepEqual(shapes[i], s) {
+// add returns the index of s in table, appending it when it is not there yet.
+func add[T any](table *[]T, s T) int {
+	for i := range *table {
+		if equality.Semantic.DeepEqual((*table)[i], s) {
 			return i
 		}
 	}
-	return -1
+	*table = append(*table, s)
+	return len(*table) - 1
 }

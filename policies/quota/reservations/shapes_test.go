@@ -11,8 +11,8 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
-// Like jobs share their pod shapes in the stored object, and reading it back
-// gives every part its shape again.
+// Like jobs share their pod and object shapes in the stored object, and
+// reading it back gives every part its shapes again.
 func TestCompactAndExpand(t *testing.T) {
 	gpuShape := v1alpha1.PodShape{PerPod: corev1.ResourceList{"pods": resource.MustParse("1"), "requests.nvidia.com/gpu": resource.MustParse("4")}}
 	cpuShape := v1alpha1.PodShape{PerPod: corev1.ResourceList{"pods": resource.MustParse("1"), "requests.cpu": resource.MustParse("1")},
@@ -21,6 +21,7 @@ func TestCompactAndExpand(t *testing.T) {
 		return v1alpha1.ReservationEntry{TrainJob: name, Parts: []v1alpha1.ReservedPart{
 			{ReplicatedJob: "launcher", Pods: 1, PodShape: cpuShape},
 			{ReplicatedJob: "node", Pods: 2, PodShape: gpuShape},
+			{Objects: corev1.ResourceList{"count/secrets": resource.MustParse("1"), "count/configmaps": resource.MustParse("2")}},
 		}}
 	}
 	legacy := v1alpha1.ReservationEntry{TrainJob: "old", Parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 1,
@@ -29,11 +30,14 @@ func TestCompactAndExpand(t *testing.T) {
 	want := res.DeepCopy()
 
 	compact(res)
-	if len(res.Spec.PodShapes) != 2 {
-		t.Fatalf("podShapes = %d, want 2 (each distinct shape once)", len(res.Spec.PodShapes))
+	if len(res.Spec.PodShapes) != 2 || len(res.Spec.ObjectShapes) != 1 {
+		t.Fatalf("podShapes = %d, objectShapes = %d, want 2 and 1 (each distinct shape once)", len(res.Spec.PodShapes), len(res.Spec.ObjectShapes))
 	}
 	for _, e := range res.Spec.Entries[:2] {
-		for _, p := range e.Parts {
+		if p := e.Parts[2]; p.ObjectsShape == nil || p.Objects != nil || p.Shape != nil {
+			t.Errorf("entry %s objects part: objectsShape %v, objects %v, shape %v; want an index and nothing inline", e.TrainJob, p.ObjectsShape, p.Objects, p.Shape)
+		}
+		for _, p := range e.Parts[:2] {
 			if p.Shape == nil || p.PerPod != nil {
 				t.Errorf("entry %s part %s: shape %v, perPod %v; want an index and nothing inline", e.TrainJob, p.ReplicatedJob, p.Shape, p.PerPod)
 			}
@@ -65,6 +69,11 @@ func TestCompactAndExpand(t *testing.T) {
 		expand(res)
 		if p := res.Spec.Entries[0].Parts[0]; p.PerPod != nil || p.Shape != nil {
 			t.Errorf("part = %+v, want no usage", p)
+		}
+		res.Spec.Entries[0].Parts[0] = v1alpha1.ReservedPart{ObjectsShape: ptr.To[int32](3)}
+		expand(res)
+		if p := res.Spec.Entries[0].Parts[0]; p.Objects != nil || p.ObjectsShape != nil {
+			t.Errorf("objects part = %+v, want no objects", p)
 		}
 	})
 }

@@ -48,6 +48,12 @@ type QuotaReservationSpec struct {
 	// +listType=atomic
 	// +optional
 	PodShapes []PodShape `json:"podShapes,omitempty"`
+	// objectShapes are what the objects of a job other than its pods count
+	// for object-count quotas, each once: parts refer to them by index
+	// (objectsShape), as they refer to podShapes.
+	// +listType=atomic
+	// +optional
+	ObjectShapes []corev1.ResourceList `json:"objectShapes,omitempty"`
 	// entries, one per TrainJob name. An atomic list: mpiguard replaces it
 	// whole on every write (with the resourceVersion it read), and per-entry
 	// field ownership would make every write of a large namespace's object
@@ -90,11 +96,15 @@ type ReservationEntry struct {
 
 // ReservedPart is what the pods of one replicated job charge.
 type ReservedPart struct {
-	// replicatedJob is the JobSet replicated job (launcher, node, ...).
-	ReplicatedJob string `json:"replicatedJob"`
-	// pods is how many pods it creates.
+	// replicatedJob is the JobSet replicated job (launcher, node, ...);
+	// empty in the part of the job's other objects.
+	// +optional
+	ReplicatedJob string `json:"replicatedJob,omitempty"`
+	// pods is how many pods it creates; none in the part of the job's
+	// other objects.
 	// +kubebuilder:validation:Minimum=0
-	Pods int32 `json:"pods"`
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
 	// shape is the index in spec.podShapes of what one of its pods counts
 	// for quota. mpiguard writes it in place of perPod and scope, and reads
 	// it back into them.
@@ -120,6 +130,11 @@ type ReservedPart struct {
 	// the job exists (they are all created before its first pod).
 	// +optional
 	Objects corev1.ResourceList `json:"objects,omitempty"`
+	// objectsShape is the index in spec.objectShapes of objects. mpiguard
+	// writes it in place of objects, and reads it back into them.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ObjectsShape *int32 `json:"objectsShape,omitempty"`
 	// quotas is what entries written by mpiguard before perPod held: one
 	// pod's charge per ResourceQuota, frozen at admission. Read only when
 	// perPod is empty (entries written before an upgrade); never written.
@@ -134,9 +149,9 @@ type PodShape struct {
 	// counts it, by its canonical names (pods, requests.*, limits.*).
 	// +optional
 	PerPod corev1.ResourceList `json:"perPod,omitempty"`
-	// scope is what quota scopes select the pod by.
+	// scope is what quota scopes select the pod by (none: no field).
 	// +optional
-	Scope PodScope `json:"scope,omitempty"`
+	Scope PodScope `json:"scope,omitzero"`
 }
 
 // PodScope is what ResourceQuota scopes select a pod by.

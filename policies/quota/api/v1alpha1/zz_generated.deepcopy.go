@@ -138,6 +138,19 @@ func (in *QuotaReservationSpec) DeepCopyInto(out *QuotaReservationSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ObjectShapes != nil {
+		in, out := &in.ObjectShapes, &out.ObjectShapes
+		*out = make([]v1.ResourceList, len(*in))
+		for i := range *in {
+			if (*in)[i] != nil {
+				in, out := &(*in)[i], &(*out)[i]
+				*out = make(v1.ResourceList, len(*in))
+				for key, val := range *in {
+					(*out)[key] = val.DeepCopy()
+				}
+			}
+		}
+	}
 	if in.Entries != nil {
 		in, out := &in.Entries, &out.Entries
 		*out = make([]ReservationEntry, len(*in))
@@ -196,6 +209,11 @@ func (in *ReservedPart) DeepCopyInto(out *ReservedPart) {
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
+	}
+	if in.ObjectsShape != nil {
+		in, out := &in.ObjectsShape, &out.ObjectsShape
+		*out = new(int32)
+		**out = **in
 	}
 	if in.Quotas != nil {
 		in, out := &in.Quotas, &out.Quotas
