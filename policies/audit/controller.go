@@ -35,9 +35,11 @@ import (
 // RBAC (ClusterRole: audit reads and reports on every namespace):
 //
 // The reports it writes (server-side apply: create and patch), reads back
-// (the previous results: timestamps, what newly fails) and deletes when
-// nothing in a namespace is judged any more.
-// +kubebuilder:rbac:groups=openreports.io,resources=reports;clusterreports,verbs=get;list;watch;create;patch;delete
+// with a GET, uncached (the previous results: timestamps, what newly fails),
+// and deletes when nothing in a namespace is judged any more. No list or
+// watch: no informer of Reports is started (docs/performance.md, "Where the
+// audit's wall time goes").
+// +kubebuilder:rbac:groups=openreports.io,resources=reports;clusterreports,verbs=get;create;patch;delete
 // A Warning event on a TrainJob that newly violates a policy.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // What it judges, and what a judgement reads (the webhooks read the same).
