@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -57,10 +58,7 @@ func BenchmarkBurstCreate(b *testing.B) {
 	}
 	defer func() { _ = env.Stop(false) }()
 	c := tenantClient(ctx, b, env)
-	rt := fixtures.MPIRuntime("burst-8gpu").
-		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
-		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).Cluster()
-	must(b, env.Client.Create(ctx, rt))
+	rt := gpuRuntime(ctx, b, env, "burst-8gpu")
 
 	excludeBaselineNamespaces(ctx, b, env.Client)
 	for range b.N {
@@ -97,6 +95,17 @@ func BenchmarkBurstCreate(b *testing.B) {
 		b.ReportMetric(pct(sequentialQuota, 99).Seconds()/pct(sequentialBaseline, 99).Seconds(), "seq-p99-ratio")
 		b.Logf("sequential creates p50: %v reserving, %v without a quota, %v without mpiguard", pct(sequentialQuota, 50), pct(sequentialFree, 50), pct(sequentialBaseline, 50))
 	}
+}
+
+// gpuRuntime creates the ClusterTrainingRuntime the load benchmarks submit
+// to: an OpenMPI runtime whose Workers (replicated job node) take 4 GPUs each
+// and whose Launcher takes none, so a job of 2 nodes takes 8 GPUs.
+func gpuRuntime(ctx context.Context, b *testing.B, env *framework.Env, name string) *trainer.ClusterTrainingRuntime {
+	rt := fixtures.MPIRuntime(name).
+		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
+		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).Cluster()
+	must(b, env.Client.Create(ctx, rt))
+	return rt
 }
 
 // tenantClient is a client of a user who submits TrainJobs and nothing else,
