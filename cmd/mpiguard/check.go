@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
@@ -108,8 +107,6 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	// reading builds), on the other core: what a check of one TrainJob waits
 	// for (docs/performance.md, "Offline check"). Errors keep their order:
 	// the input's first.
-	restoreGC := startupGC()
-	defer restoreGC() // an early return, in a process that goes on (tests)
 	go render.PrepareValidation(trainer.TrainJobKind)
 	evaluator := make(chan evaluatorOrError, 1)
 	go func() {
@@ -140,7 +137,6 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 			return &exitError{2, err}
 		}
 	}
-	restoreGC()
 	var results []offline.Result
 	var sources []string // with --each-file, each result's file, for the text output's headings
 	for _, cluster := range clusters {
@@ -186,20 +182,6 @@ type evaluatorOrError struct {
 // withCurated lets the TrainJobs of every cluster name a curated runtime
 // without the documents defining it: mpiguard's controller publishes them in
 // every cluster.
-// startupGC makes the garbage collector run less often while check starts:
-// the CRDs' schemas and CEL rules and the policies' compile make mostly
-// short-lived garbage, which a collection at every doubling of a small heap
-// (GOGC 100) scans again and again. The returned function restores it before
-// the jobs are judged, so the peak memory of a large check stays as it was.
-// A GOGC the user set is left alone.
-func startupGC() (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
-	}
-	old := debug.SetGCPercent(400)
-	return func() { debug.SetGCPercent(old) }
-}
-
 func withCurated(clusters []*offline.Cluster) error {
 	curated, err := catalog.Load()
 	if err != nil {
