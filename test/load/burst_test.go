@@ -42,6 +42,8 @@ const (
 // creates with and without a quota, whose difference is what the reservation
 // (a live quota read and one write to the apiserver) adds to one decision.
 // Run once: go test -run '^$' -bench BurstCreate -benchtime 1x ./test/load/
+// (MPIGUARD_BURST_CPUPROFILE=FILE profiles this process, both replicas, over
+// the burst with mpiguard).
 func BenchmarkBurstCreate(b *testing.B) {
 	ctx := context.Background()
 	ctrl.SetLogger(logr.Discard())
@@ -68,7 +70,10 @@ func BenchmarkBurstCreate(b *testing.B) {
 		if len(others) > 0 {
 			b.Fatalf("baseline: %d errors (first: %v)", len(others), others[0])
 		}
-		admitted, denied, retry, others, withMPIGuard := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), ""), rt.Name)
+		ns := quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), "")
+		stopProfile := cpuProfile(b, os.Getenv("MPIGUARD_BURST_CPUPROFILE"))
+		admitted, denied, retry, others, withMPIGuard := burst(ctx, c, ns, rt.Name)
+		stopProfile()
 		b.Logf("burst of %d creates, %d fit: with mpiguard (%d replicas) p50 %v p99 %v; baseline p50 %v p99 %v",
 			burstJobs, burstFit, replicas, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
 		// Right means: exactly as many admitted as fit, every other refused
