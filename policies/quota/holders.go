@@ -20,6 +20,32 @@ type Holder struct {
 	// another job, and holds on top of it.
 	UID   types.UID
 	Parts []v1alpha1.ReservedPart
+	// charges is what Parts charge each quota it was charged against
+	// (ChargeAgainst), by chargeKey: Reserved reads it instead of charging
+	// the parts again.
+	charges map[string]corev1.ResourceList
+}
+
+// ChargeAgainst charges each of holders against each of quotas once, in
+// place: the decisions of one round of a batch, and audit's judgements of a
+// namespace, judge many jobs against the same holders and quotas, and
+// charging every holder again for each of them was 7% of the CPU of a burst
+// of creates (docs/performance.md, "Issue 23's burst target"). A holder's
+// parts must not change afterwards; a quota that changes (another
+// resourceVersion) is charged anew by Reserved.
+func ChargeAgainst(holders []Holder, quotas []corev1.ResourceQuota) {
+	for i := range holders {
+		charges := make(map[string]corev1.ResourceList, len(quotas))
+		for j := range quotas {
+			charges[chargeKey(&quotas[j])] = Charge(holders[i].Parts, &quotas[j])
+		}
+		holders[i].charges = charges
+	}
+}
+
+// chargeKey identifies a quota as it was read: its spec is what Charge reads.
+func chargeKey(q *corev1.ResourceQuota) string {
+	return q.Namespace + "/" + q.Name + "/" + string(q.UID) + "/" + q.ResourceVersion
 }
 
 // Held is what holders hold of one quota resource name.
@@ -39,8 +65,13 @@ type HeldBy struct {
 // Reserved sums, per resource name of quota q, what holders hold of it.
 func Reserved(q *corev1.ResourceQuota, holders []Holder) map[corev1.ResourceName]*Held {
 	out := map[corev1.ResourceName]*Held{}
+	key := chargeKey(q)
 	for _, h := range holders {
-		for name, amount := range Charge(h.Parts, q) {
+		charge, charged := h.charges[key]
+		if !charged {
+			charge = Charge(h.Parts, q)
+		}
+		for name, amount := range charge {
 			if _, counted := q.Spec.Hard[name]; !counted || amount.IsZero() {
 				continue
 			}

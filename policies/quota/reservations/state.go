@@ -70,6 +70,7 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 			holders = append(holders, quota.Holder{TrainJob: ns + "/" + other.Name, UID: other.UID, Parts: parts})
 		}
 	}
+	quota.ChargeAgainst(holders, quotas) // once for every decision judged against this state
 	state := State{Quotas: quotas, Holders: holders}
 	if countUnconfirmed {
 		state.Unconfirmed = Unconfirmed(res, jobs.Items)

@@ -130,7 +130,9 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 			entries = append(entries, e)
 			writing = append(writing, d)
 			// The requests after it in this round see its reservation.
-			holders = append(pipeline.WithoutJob(holders, job.TrainJob), quota.Holder{TrainJob: ns + "/" + job.TrainJob.Name, UID: job.TrainJob.UID, Parts: parts})
+			held := []quota.Holder{{TrainJob: ns + "/" + job.TrainJob.Name, UID: job.TrainJob.UID, Parts: parts}}
+			quota.ChargeAgainst(held, state.Quotas)
+			holders = append(pipeline.WithoutJob(holders, job.TrainJob), held...)
 		}
 		if len(entries) > 0 {
 			err = a.store.put(ctx, res, entries...)
