@@ -31,20 +31,11 @@ import (
 // TrainJobs the apiserver refuses: a negative activeDeadlineSeconds, 10,000 env
 // entries, a 1 MB annotation, a name in capitals. Other kinds give nil.
 func ValidateAsAPIServer(ctx context.Context, kind string, obj map[string]any) (field.ErrorList, error) {
-	var (
-		cs         *crdSchema
-		namespaced = true
-	)
-	switch kind {
-	case trainer.TrainJobKind:
-		cs = trainJobSchema
-	case trainer.ClusterTrainingRuntimeKind:
-		cs, namespaced = clusterTrainingRuntimeSchema, false
-	case trainer.TrainingRuntimeKind:
-		cs = trainingRuntimeSchema
-	default:
+	cs := schemaOf(kind)
+	if cs == nil {
 		return nil, nil
 	}
+	namespaced := kind != trainer.ClusterTrainingRuntimeKind
 	v, err := cs.validators()
 	if err != nil {
 		return nil, err
@@ -90,14 +81,22 @@ func runtimeDeepCopy(obj map[string]any) map[string]any {
 // milliseconds) unless it is built already; a caller that knows it will
 // validate that kind soon starts it on another core. Other kinds do nothing.
 func PrepareValidation(kind string) {
+	if cs := schemaOf(kind); cs != nil {
+		_, _ = cs.validators()
+	}
+}
+
+// schemaOf is the embedded CRD schema of a Trainer kind, nil for other kinds.
+func schemaOf(kind string) *crdSchema {
 	switch kind {
 	case trainer.TrainJobKind:
-		_, _ = trainJobSchema.validators()
+		return trainJobSchema
 	case trainer.ClusterTrainingRuntimeKind:
-		_, _ = clusterTrainingRuntimeSchema.validators()
+		return clusterTrainingRuntimeSchema
 	case trainer.TrainingRuntimeKind:
-		_, _ = trainingRuntimeSchema.validators()
+		return trainingRuntimeSchema
 	}
+	return nil
 }
 
 // schemaValidators are what ValidateAsAPIServer needs of one CRD, built once:

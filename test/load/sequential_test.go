@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,55 +141,21 @@ func (w *window) stop() {
 }
 
 // cpuNow is the CPU time (user + system) so far of this process ("self") and
-// of its children the kube-apiserver and etcd, from /proc/<pid>/stat.
+// of its children the kube-apiserver and etcd (the control plane's binaries).
 func cpuNow(b *testing.B) map[string]time.Duration {
-	out := map[string]time.Duration{"self": procCPU(b, "self")}
-	self := strconv.Itoa(os.Getpid())
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // gone since the glob
+	self, err := framework.ReadProcStat(os.Getpid())
+	must(b, err)
+	out := map[string]time.Duration{"self": self.CPU}
+	assets, err := framework.BinaryAssets()
+	must(b, err)
+	procs, err := framework.ProcessesRunning(assets)
+	must(b, err)
+	for _, p := range procs {
+		if p.PPID == os.Getpid() {
+			out[p.Name] += p.CPU
 		}
-		name, fields, ok := statFields(string(data))
-		if !ok || fields[1] != self || (name != "kube-apiserver" && name != "etcd") {
-			continue
-		}
-		out[name] += procCPU(b, filepath.Base(filepath.Dir(path)))
 	}
 	return out
-}
-
-// procCPU is utime + stime of /proc/<pid>/stat, in clock ticks of 10 ms
-// (USER_HZ is 100 on Linux).
-func procCPU(b *testing.B, pid string) time.Duration {
-	data, err := os.ReadFile("/proc/" + pid + "/stat")
-	must(b, err)
-	_, fields, ok := statFields(string(data))
-	if !ok {
-		b.Fatalf("/proc/%s/stat: unexpected format", pid)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%s/stat: utime %q stime %q", pid, fields[11], fields[12])
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// statFields splits /proc/<pid>/stat into the command name and the fields
-// after it (state first: fields[1] is the parent's pid, fields[11] utime,
-// fields[12] stime). The name is in parentheses and may hold spaces.
-func statFields(stat string) (string, []string, bool) {
-	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return "", nil, false
-	}
-	fields := strings.Fields(stat[end+1:])
-	if len(fields) < 13 {
-		return "", nil, false
-	}
-	return stat[open+1 : end], fields, true
 }
 
 // apiserverRequests counts the kube-apiserver's requests so far by verb and

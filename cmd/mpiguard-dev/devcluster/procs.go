@@ -2,10 +2,12 @@ package devcluster
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // ProcStat is what /proc/PID/stat says of a process that tests need.
@@ -15,6 +17,8 @@ type ProcStat struct {
 	PPID  int
 	// StartTime tells a process from a later one with the same PID.
 	StartTime string
+	// CPU is the time it has run so far, user and system (utime + stime).
+	CPU time.Duration
 }
 
 // ReadProcStat reads /proc/PID/stat: the fields after the command name, which
@@ -28,7 +32,7 @@ func ReadProcStat(pid int) (ProcStat, error) {
 	if i < 0 {
 		return ProcStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
-	// state(3) ppid(4) ... starttime(22); f[0] is field 3.
+	// state(3) ppid(4) ... utime(14) stime(15) ... starttime(22); f[0] is field 3.
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 20 {
 		return ProcStat{}, fmt.Errorf("/proc/%d/stat: too short", pid)
@@ -37,7 +41,14 @@ func ReadProcStat(pid int) (ProcStat, error) {
 	if err != nil {
 		return ProcStat{}, err
 	}
-	return ProcStat{State: string(f[0]), PPID: ppid, StartTime: string(f[19])}, nil
+	utime, err1 := strconv.ParseInt(string(f[11]), 10, 64)
+	stime, err2 := strconv.ParseInt(string(f[12]), 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return ProcStat{}, fmt.Errorf("/proc/%d/stat: utime or stime: %w", pid, err)
+	}
+	// In clock ticks: USER_HZ is 100 on Linux.
+	cpu := time.Duration(utime+stime) * 10 * time.Millisecond
+	return ProcStat{State: string(f[0]), PPID: ppid, StartTime: string(f[19]), CPU: cpu}, nil
 }
 
 // Process is a running process whose executable is in a given folder.
