@@ -38,7 +38,10 @@ import (
 // violations counted, the Go heap the audit adds on top of the manager at
 // rest, and that a change in one namespace re-audits only that namespace.
 // MPIGUARD_AUDIT_JOBS (10000) and MPIGUARD_AUDIT_NAMESPACES (100) size it;
-// MPIGUARD_AUDIT_CPUPROFILE=FILE profiles the full audit.
+// MPIGUARD_AUDIT_CPUPROFILE=FILE profiles the full audit (this process),
+// MPIGUARD_AUDIT_APISERVER_PROFILE=FILE the kube-apiserver over its first
+// 15 s. It reports the CPU the apiserver, etcd and this process spent in the
+// full audit and the apiserver's requests.
 // Run once: go test -run '^$' -bench Audit -benchtime 1x -timeout 60m ./test/load/
 func BenchmarkAudit(b *testing.B) {
 	ctx := context.Background()
@@ -90,6 +93,8 @@ func BenchmarkAudit(b *testing.B) {
 		}
 		peak := sampleHeap()
 		stopProfile := cpuProfile(b, os.Getenv("MPIGUARD_AUDIT_CPUPROFILE"))
+		go apiserverProfile(ctx, b, env.Config, os.Getenv("MPIGUARD_AUDIT_APISERVER_PROFILE"))
+		cpuBefore, requestsBefore := cpuNow(b), apiserverRequests(ctx, b, env.Config)
 		start := time.Now()
 		must(b, env.Client.Create(ctx, cm))
 		wantViolations := float64(namespaces * (perNS / 10))
@@ -98,6 +103,8 @@ func BenchmarkAudit(b *testing.B) {
 		}
 		took := time.Since(start)
 		stopProfile()
+		reportCPU(b, "full-audit", cpuBefore, cpuNow(b), 1, "")
+		reportRequests(b, "full audit", requestsBefore, apiserverRequests(ctx, b, env.Config), 1)
 		peakHeap := peak()
 		retained := heapAfterGC()
 		b.ReportMetric(took.Seconds(), "full-audit-s")

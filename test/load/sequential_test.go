@@ -118,26 +118,36 @@ func startWindow(ctx context.Context, b *testing.B, cfg *rest.Config, name strin
 // stop reports the window's p50 latency and the CPU per create of the
 // apiserver, etcd and this process.
 func (w *window) stop() {
-	after := cpuNow(w.b)
-	requests := apiserverRequests(w.ctx, w.b, w.cfg)
-	perCreate := func(p string) float64 {
-		return (after[p] - w.before[p]).Seconds() * 1e3 / float64(len(w.latencies))
-	}
 	w.b.ReportMetric(pct(w.latencies, 50).Seconds()*1e3, w.name+"-p50-ms")
+	w.b.Logf("%s: %d creates, p50 %v", w.name, len(w.latencies), pct(w.latencies, 50))
+	creates := float64(len(w.latencies))
+	reportCPU(w.b, w.name, w.before, cpuNow(w.b), creates, "/create")
+	reportRequests(w.b, w.name, w.requests, apiserverRequests(w.ctx, w.b, w.cfg), creates)
+}
+
+// reportCPU reports the CPU the apiserver, etcd and this process spent
+// between before and after, divided by n units of work (unit "/create", or
+// n 1 and unit "" for the whole).
+func reportCPU(b *testing.B, name string, before, after map[string]time.Duration, n float64, unit string) {
+	var parts []string
 	for _, p := range []string{"kube-apiserver", "etcd", "self"} {
-		w.b.ReportMetric(perCreate(p), w.name+"-"+p+"-cpu-ms/create")
+		ms := (after[p] - before[p]).Seconds() * 1e3 / n
+		b.ReportMetric(ms, name+"-"+p+"-cpu-ms"+unit)
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", p, ms))
 	}
-	w.b.Logf("%s: %d creates, p50 %v, CPU per create: apiserver %.2f ms, etcd %.2f ms, this process %.2f ms",
-		w.name, len(w.latencies), pct(w.latencies, 50), perCreate("kube-apiserver"), perCreate("etcd"), perCreate("self"))
-	// The apiserver's requests per create, by verb and resource (those that
-	// happen at least once in ten creates): what a create costs it.
+	b.Logf("%s: CPU%s: %s", name, unit, strings.Join(parts, ", "))
+}
+
+// reportRequests logs the apiserver's requests between before and after
+// by verb and resource, divided by per (those at least once in ten).
+func reportRequests(b *testing.B, name string, before, after map[string]float64, per float64) {
 	var lines []string
-	for _, k := range slices.Sorted(maps.Keys(requests)) {
-		if per := (requests[k] - w.requests[k]) / float64(len(w.latencies)); per >= 0.1 {
-			lines = append(lines, fmt.Sprintf("%s %.1f", k, per))
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if n := (after[k] - before[k]) / per; n >= 0.1 {
+			lines = append(lines, fmt.Sprintf("%s %.1f", k, n))
 		}
 	}
-	w.b.Logf("%s: apiserver requests per create: %s", w.name, strings.Join(lines, ", "))
+	b.Logf("%s: apiserver requests (per %v): %s", name, per, strings.Join(lines, ", "))
 }
 
 // cpuNow is the CPU time (user + system) so far of this process ("self") and

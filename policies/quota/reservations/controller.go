@@ -3,12 +3,15 @@ package reservations
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,8 +110,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 	}
 	if len(released) > 0 {
-		if err := r.write(ctx, res, keep); err != nil {
-			// A conflict: an admission wrote since; the update's event re-queues.
+		if res, keep, released, err = r.release(ctx, res, released); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 		for _, rel := range released {
@@ -160,6 +162,70 @@ func (r *Retirer) job(ctx context.Context, reader client.Reader, ns, name string
 		return nil, fmt.Errorf("reading TrainJob %s/%s: %w", ns, name, err)
 	}
 	return job, nil
+}
+
+// release removes the released entries from res and writes it, and returns
+// the object written (res when it was deleted), the entries it kept and
+// those it released. Every admitted create in the namespace writes the same
+// object, so under a stream of creates the write, made after a live read of
+// each entry that needs one, conflicts more often than not; and a reconcile
+// that ends in a conflict decides everything again after a growing backoff:
+// released entries then piled up until the namespace hit its cap of
+// unconfirmed entries (500 creates, each deleted 20 creates later, released
+// 7 entries). So on a conflict the object is read again from the apiserver
+// and the same entries removed from it, without deciding again: a release
+// is final (pods exist, the job finished, is suspended, was deleted or never
+// appeared past its grace), and entries admitted since are not among them.
+func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, released []releasedEntry) (*v1alpha1.QuotaReservation, []v1alpha1.ReservationEntry, []releasedEntry, error) {
+	var keep []v1alpha1.ReservationEntry
+	var gone []releasedEntry
+	first := true
+	err := retry.RetryOnConflict(releaseRetry, func() error {
+		if !first {
+			fresh := &v1alpha1.QuotaReservation{}
+			if err := r.live.Get(ctx, client.ObjectKeyFromObject(res), fresh); err != nil {
+				return err
+			}
+			res = fresh
+		}
+		first = false
+		keep, gone = withoutReleased(res.Spec.Entries, released)
+		if len(gone) == 0 {
+			return nil
+		}
+		return r.write(ctx, res, keep)
+	})
+	return res, keep, gone, err
+}
+
+// releaseRetry paces release's attempts: many more than client-go's
+// DefaultRetry (5), with jitter, because admissions in a busy namespace write
+// every few milliseconds; with 5 attempts 10 ms apart, four concurrent
+// streams of creates (test/integration/admission/retirer_test.go) still made
+// one reconcile in two fail. About 1 s in all.
+var releaseRetry = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.4, Jitter: 1.0}
+
+// withoutReleased splits entries into those kept and those released, an
+// entry being released when it is one of released (the same admission).
+func withoutReleased(entries []v1alpha1.ReservationEntry, released []releasedEntry) ([]v1alpha1.ReservationEntry, []releasedEntry) {
+	var keep []v1alpha1.ReservationEntry
+	var gone []releasedEntry
+	for i := range entries {
+		e := &entries[i]
+		j := slices.IndexFunc(released, func(rel releasedEntry) bool { return sameAdmission(rel.entry, e) })
+		if j < 0 {
+			keep = append(keep, *e)
+			continue
+		}
+		gone = append(gone, releasedEntry{entry: e, reason: released[j].reason})
+	}
+	return keep, gone
+}
+
+// sameAdmission says whether a and b are the entry one admission wrote.
+func sameAdmission(a, b *v1alpha1.ReservationEntry) bool {
+	return a.TrainJob == b.TrainJob && a.UID == b.UID && a.RequestUID == b.RequestUID &&
+		a.Operation == b.Operation && a.AdmittedAt.Equal(&b.AdmittedAt)
 }
 
 // write stores the entries kept, with the resourceVersion read: an admission

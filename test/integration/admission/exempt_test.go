@@ -5,9 +5,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/framework"
 )
 
 // ExemptLabel is the namespace-wide opt-out config/webhook's namespaceSelector
@@ -18,22 +18,8 @@ const exemptLabel = "mpiguard.io/exempt"
 // process have served (controller-runtime's webhook metrics).
 func trainJobWebhookCalls() float64 {
 	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "webhook" && (l.GetValue() == "/validate-trainer-kubeflow-org-v1alpha1-trainjob" || l.GetValue() == "/mutate-trainer-kubeflow-org-v1alpha1-trainjob") {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return framework.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": "/validate-trainer-kubeflow-org-v1alpha1-trainjob"}) +
+		framework.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"})
 }
 
 var _ = Describe("a namespace labelled mpiguard.io/exempt=true", func() {

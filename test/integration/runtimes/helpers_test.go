@@ -9,7 +9,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 )
@@ -62,26 +61,4 @@ func eventNotes(ctx context.Context, ns, name string) func(Gomega) []string {
 		}
 		return notes
 	}
-}
-
-// counter reads a counter from controller-runtime's metrics registry (the
-// publisher runs in the test binary, so its metrics are here).
-func counter(name string, labels map[string]string) float64 {
-	families, err := metrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue metric
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }

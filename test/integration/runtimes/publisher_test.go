@@ -16,6 +16,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
+	"github.com/mpiguard/mpiguard/test/framework"
 )
 
 var _ = Describe("Curated runtimes publisher", func() {
@@ -73,7 +74,7 @@ var _ = Describe("Curated runtimes publisher", func() {
 	It("restores a deleted curated runtime, every time", func(ctx context.Context) {
 		const name = "mpiguard-mpich-v1-volcano"
 		repairs := func() float64 {
-			return counter("mpiguard_runtime_publisher_repairs_total", map[string]string{"runtime": name, "cause": "deleted"})
+			return framework.Counter("mpiguard_runtime_publisher_repairs_total", map[string]string{"runtime": name, "cause": "deleted"})
 		}
 		before := repairs()
 		for round := 1; round <= 2; round++ {
@@ -104,6 +105,6 @@ var _ = Describe("Curated runtimes publisher", func() {
 				g.Expect(rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector).To(BeEmpty())
 			}, timeout, interval).Should(Succeed(), "round %d", round)
 		}
-		Expect(counter("mpiguard_runtime_publisher_repairs_total", map[string]string{"runtime": name, "cause": "edited"})).To(BeNumerically(">=", 2))
+		Expect(framework.Counter("mpiguard_runtime_publisher_repairs_total", map[string]string{"runtime": name, "cause": "edited"})).To(BeNumerically(">=", 2))
 	})
 })

@@ -1,0 +1,90 @@
+package reservations
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+// An admission that writes the namespace's QuotaReservation while the
+// retirer decides (every admitted create does) makes the retirer's write
+// conflict; the entries it decided to release are still released in the same
+// reconcile, and the admission's new entry is kept. Before, the reconcile
+// ended in the conflict and decided everything again after a backoff: under
+// a stream of creates, entries of deleted jobs were never released.
+func TestRetirerReleasesDespiteAConflictingAdmission(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	held := func(job string, uid types.UID, until time.Time) v1alpha1.ReservationEntry {
+		e := entry(job, 1)
+		e.UID, e.RequestUID, e.Operation = uid, "req-"+uid, v1alpha1.OperationCreate
+		e.AdmittedAt, e.HoldUntil = metav1.NewTime(until.Add(-30*time.Second)), metav1.NewTime(until)
+		return e
+	}
+	res := &v1alpha1.QuotaReservation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mpiguard-system", Name: "team-a"},
+		Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{
+			held("deleted", "uid-deleted", now.Add(-time.Minute)), // no TrainJob, past its grace: released
+			held("waiting", "uid-waiting", now.Add(time.Minute)),  // within its grace: kept
+		}},
+	}
+	admitted := held("admitted-meanwhile", "uid-new", now.Add(time.Minute))
+	conflicts := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(res).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*v1alpha1.QuotaReservation); ok && conflicts == 0 {
+				// An admission lands between the retirer's read and its write.
+				conflicts++
+				var cur v1alpha1.QuotaReservation
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &cur); err != nil {
+					return err
+				}
+				cur.Spec.Entries = append(cur.Spec.Entries, admitted)
+				if err := c.Update(ctx, &cur); err != nil {
+					return err
+				}
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	r := &Retirer{client: c, live: c, recorder: events.NewFakeRecorder(10), namespace: "mpiguard-system", now: func() time.Time { return now }}
+
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(res)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if conflicts != 1 {
+		t.Fatalf("the admission's write did not happen (%d)", conflicts)
+	}
+	var got v1alpha1.QuotaReservation
+	if err := c.Get(ctx, client.ObjectKeyFromObject(res), &got); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, e := range got.Spec.Entries {
+		jobs = append(jobs, e.TrainJob)
+	}
+	if diff := cmp.Diff([]string{"waiting", "admitted-meanwhile"}, jobs); diff != "" {
+		t.Errorf("entries after the reconcile (-want +got):\n%s", diff)
+	}
+}
