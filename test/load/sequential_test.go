@@ -2,6 +2,7 @@ package load
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,24 +29,36 @@ import (
 )
 
 // BenchmarkSequentialCreate is where the time of one create with a quota goes,
-// and how it grows with the jobs a namespace holds quota for: TrainJobs created
-// one after the other into a namespace with a GPU quota (every create writes
-// its reservation; none of their pods ever appears here, so every entry stays),
-// with mpiguard as shipped (two replicas), then into a namespace the webhooks
-// do not select. For the first firstWindow creates (a namespace holding
-// almost nothing) and the last lastWindow (holding jobs-lastWindow entries and
-// more) it reports
-// the p50 latency and the CPU each process spent per create: the kube-apiserver,
-// etcd, and this process (both mpiguard replicas and the client), read from
-// /proc. MPIGUARD_SEQ_JOBS sets how many (default 500);
-// MPIGUARD_SEQ_CPUPROFILE=FILE profiles this process over the last window,
-// MPIGUARD_SEQ_APISERVER_PROFILE=FILE the kube-apiserver over 15 s of it.
+// and how it grows with the jobs a namespace holds quota for, with mpiguard as
+// shipped (two replicas: "reserving"), then the same creates into namespaces
+// the webhooks do not select ("unselected": mpiguard's controllers still act
+// on them, as in issue 26's first measurement of "the apiserver alone"), then
+// again with both replicas stopped ("alone": the apiserver by itself).
+// Two windows each:
+//
+//   - "few": fewWindow creates into each of fewNamespaces fresh namespaces
+//     with a GPU quota, so a namespace holds at most fewWindow entries: what
+//     a create costs where admitted jobs soon start their pods (in a cluster
+//     with the Trainer, JobSet and the Job controller, entries leave seconds
+//     after admission; no pod ever appears here);
+//   - "last": MPIGUARD_SEQ_JOBS (500) creates into one namespace, the last
+//     lastWindow measured: a namespace holding hundreds of admitted jobs that
+//     wait for their pods.
+//
+// For each it reports the p50 latency, the CPU each process spent per create
+// (kube-apiserver, etcd, and this process: both mpiguard replicas and the
+// client) read from /proc, and the apiserver's requests per create from its
+// apiserver_request_total. MPIGUARD_SEQ_CPUPROFILE=FILE profiles this process
+// and MPIGUARD_SEQ_APISERVER_PROFILE=FILE the kube-apiserver (15 s) over the
+// reserving window MPIGUARD_SEQ_PROFILE_WINDOW names (few or last, default
+// last).
 //
 //	go test -run '^$' -bench SequentialCreate -benchtime 1x ./test/load/
 func BenchmarkSequentialCreate(b *testing.B) {
 	ctx := context.Background()
 	ctrl.SetLogger(logr.Discard())
 	jobs := envCount(b, "MPIGUARD_SEQ_JOBS", 500)
+	profiled := "reserving-" + cmp.Or(os.Getenv("MPIGUARD_SEQ_PROFILE_WINDOW"), "last")
 	env, err := framework.Start(ctx, framework.Options{Name: "sequential", Replicas: 2})
 	if err != nil {
 		b.Fatal(err)
@@ -54,41 +67,54 @@ func BenchmarkSequentialCreate(b *testing.B) {
 	c := tenantClient(ctx, b, env)
 	rt := gpuRuntime(ctx, b, env, "seq-8gpu")
 	excludeBaselineNamespaces(ctx, b, env.Client)
-	first, last := min(firstWindow, jobs/2), min(lastWindow, jobs/2)
+	last := min(lastWindow, jobs)
+	create := func(ns string, i int) time.Duration {
+		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%04d", i), rt.Name).NumNodes(2).NumProcPerNode(4).Obj()
+		t0 := time.Now()
+		must(b, c.Create(ctx, job))
+		return time.Since(t0)
+	}
 
 	for range b.N {
 		for _, run := range []struct {
-			name string
-			ns   string
+			name      string
+			namespace func() string
 		}{
-			{"reserving", quotaNamespace(ctx, b, env, "1000000", "")},
-			{"baseline", plainNamespace(ctx, b, env, baselineLabel)},
+			{"reserving", func() string { return quotaNamespace(ctx, b, env, "1000000", "") }},
+			{"unselected", func() string { return plainNamespace(ctx, b, env, baselineLabel) }},
+			{"alone", func() string { return plainNamespace(ctx, b, env, baselineLabel) }},
 		} {
-			var w *window
-			stopProfile := func() {}
-			for i := range jobs {
-				if i == 0 {
-					w = startWindow(ctx, b, env.Config, run.name+"-first")
+			if run.name == "alone" {
+				// The apiserver alone: in "unselected" mpiguard's
+				// controllers (audit, the per-job NetworkPolicies, two
+				// replicas' informers) still act on these namespaces.
+				for _, r := range env.Replicas {
+					must(b, r.Stop())
 				}
-				if i == first {
-					w.stop()
+			}
+			spread := make([]string, fewNamespaces)
+			for i := range spread {
+				spread[i] = run.namespace()
+			}
+			w := startWindow(ctx, b, env.Config, run.name+"-few", profiled)
+			for _, ns := range spread {
+				for i := range fewWindow {
+					w.latencies = append(w.latencies, create(ns, i))
 				}
-				if i == jobs-last {
-					w = startWindow(ctx, b, env.Config, run.name+"-last")
-					if run.name == "reserving" {
-						stopProfile = cpuProfile(b, os.Getenv("MPIGUARD_SEQ_CPUPROFILE"))
-						go apiserverProfile(ctx, b, env.Config, os.Getenv("MPIGUARD_SEQ_APISERVER_PROFILE"))
-					}
-				}
-				job := fixtures.TrainJob(run.ns, fmt.Sprintf("seq-%04d", i), rt.Name).NumNodes(2).NumProcPerNode(4).Obj()
-				t0 := time.Now()
-				must(b, c.Create(ctx, job))
-				w.latencies = append(w.latencies, time.Since(t0))
 			}
 			w.stop()
-			stopProfile()
+
+			ns := run.namespace()
+			for i := range jobs - last {
+				create(ns, i)
+			}
+			w = startWindow(ctx, b, env.Config, run.name+"-last", profiled)
+			for i := jobs - last; i < jobs; i++ {
+				w.latencies = append(w.latencies, create(ns, i))
+			}
+			w.stop()
 			if run.name == "reserving" {
-				reservationSize(ctx, b, env, run.ns, jobs)
+				reservationSize(ctx, b, env, ns, jobs)
 			}
 		}
 	}
@@ -96,8 +122,9 @@ func BenchmarkSequentialCreate(b *testing.B) {
 
 // The windows of BenchmarkSequentialCreate, in creates.
 const (
-	firstWindow = 20
-	lastWindow  = 100
+	fewNamespaces = 30
+	fewWindow     = 20
+	lastWindow    = 100
 )
 
 // window is a run of creates measured together.
@@ -109,20 +136,52 @@ type window struct {
 	before    map[string]time.Duration
 	requests  map[string]float64
 	latencies []time.Duration
+	// stopProfile ends the window's CPU profile of this process, if any.
+	stopProfile func()
 }
 
-func startWindow(ctx context.Context, b *testing.B, cfg *rest.Config, name string) *window {
-	return &window{ctx: ctx, b: b, cfg: cfg, name: name, requests: apiserverRequests(ctx, b, cfg), before: cpuNow(b)}
+// startWindow starts measuring the window name; when it is the window
+// profiled, it starts the profiles MPIGUARD_SEQ_CPUPROFILE and
+// MPIGUARD_SEQ_APISERVER_PROFILE ask for.
+func startWindow(ctx context.Context, b *testing.B, cfg *rest.Config, name, profiled string) *window {
+	quiesce(b)
+	w := &window{ctx: ctx, b: b, cfg: cfg, name: name, requests: apiserverRequests(ctx, b, cfg), before: cpuNow(b), stopProfile: func() {}}
+	if name == profiled {
+		w.stopProfile = cpuProfile(b, os.Getenv("MPIGUARD_SEQ_CPUPROFILE"))
+		go apiserverProfile(ctx, b, cfg, os.Getenv("MPIGUARD_SEQ_APISERVER_PROFILE"))
+	}
+	return w
 }
 
 // stop reports the window's p50 latency and the CPU per create of the
 // apiserver, etcd and this process.
 func (w *window) stop() {
+	w.stopProfile()
 	w.b.ReportMetric(pct(w.latencies, 50).Seconds()*1e3, w.name+"-p50-ms")
 	w.b.Logf("%s: %d creates, p50 %v", w.name, len(w.latencies), pct(w.latencies, 50))
 	creates := float64(len(w.latencies))
 	reportCPU(w.b, w.name, w.before, cpuNow(w.b), creates, "/create")
 	reportRequests(w.b, w.name, w.requests, apiserverRequests(w.ctx, w.b, w.cfg), creates)
+}
+
+// quiesce waits (at most a minute) until the apiserver, etcd and this
+// process together use less than a tenth of a core, so a window does not pay
+// for the work the one before it left (an audit of its namespaces, events).
+func quiesce(b *testing.B) {
+	const step = time.Second
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		before := cpuNow(b)
+		time.Sleep(step)
+		after := cpuNow(b)
+		var used time.Duration
+		for p := range after {
+			used += after[p] - before[p]
+		}
+		if used < step/10 {
+			return
+		}
+	}
+	b.Logf("the machine did not come to rest within a minute")
 }
 
 // reportCPU reports the CPU the apiserver, etcd and this process spent
