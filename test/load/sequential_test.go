@@ -51,13 +51,14 @@ import (
 // apiserver_request_total. MPIGUARD_SEQ_CPUPROFILE=FILE profiles this process
 // and MPIGUARD_SEQ_APISERVER_PROFILE=FILE the kube-apiserver (15 s) over the
 // reserving window MPIGUARD_SEQ_PROFILE_WINDOW names (few or last, default
-// last).
+// last). mpiguard's garbage collector runs as shipped (asShipped).
 //
 //	go test -run '^$' -bench SequentialCreate -benchtime 1x ./test/load/
 func BenchmarkSequentialCreate(b *testing.B) {
 	ctx := context.Background()
 	ctrl.SetLogger(logr.Discard())
 	jobs := envCount(b, "MPIGUARD_SEQ_JOBS", 500)
+	defer asShipped(b)()
 	profiled := "reserving-" + cmp.Or(os.Getenv("MPIGUARD_SEQ_PROFILE_WINDOW"), "last")
 	env, err := framework.Start(ctx, framework.Options{Name: "sequential", Replicas: 2})
 	if err != nil {
