@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/policies/engine"
@@ -72,5 +73,31 @@ func TestSetupRefusesASubSecondBackoff(t *testing.T) {
 	err := SetupWithManager(nil, nil, nil, Options{RetryBackoff: 500 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "at least 1s") {
 		t.Fatalf("SetupWithManager with a 500ms backoff: %v; want an error saying at least 1s", err)
+	}
+}
+
+// MultiKueue's Workload on a worker cluster has the origin label and no
+// owner until the job's copy exists; one with an owner is the copy's own.
+func TestDispatchedBy(t *testing.T) {
+	owned := []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Name: "resnet", UID: "u", Controller: ptr.To(true)}}
+	for _, tc := range []struct {
+		name       string
+		labels     map[string]string
+		owners     []metav1.OwnerReference
+		wantOrigin string
+		want       bool
+	}{
+		{"MultiKueue's, before the copy", map[string]string{kueue.MultiKueueOriginLabel: "multikueue"}, nil, "multikueue", true},
+		{"MultiKueue's, owned by the copy", map[string]string{kueue.MultiKueueOriginLabel: "multikueue"}, owned, "multikueue", false},
+		{"queued here", nil, owned, "", false},
+		{"ownerless, not MultiKueue's", nil, nil, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels, OwnerReferences: tc.owners}}
+			origin, ok := dispatchedBy(wl)
+			if ok != tc.want || (ok && origin != tc.wantOrigin) {
+				t.Errorf("dispatchedBy = %q, %v; want %q, %v", origin, ok, tc.wantOrigin, tc.want)
+			}
+		})
 	}
 }

@@ -19,6 +19,9 @@ import (
 // outcome and the job (nil when the Workload is not a TrainJob's); no
 // outcome when there is nothing to decide (the job is gone).
 func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome, *trainer.TrainJob, error) {
+	if origin, ok := dispatchedBy(wl); ok {
+		return &Outcome{State: kueue.CheckStateReady, Message: fmt.Sprintf(msgDispatched, origin)}, nil, nil
+	}
 	job, isTrainJob, err := r.trainJobOf(ctx, wl)
 	switch {
 	case err != nil:

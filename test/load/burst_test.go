@@ -37,7 +37,9 @@ const (
 // burst of submits: burstJobs TrainJobs created concurrently through the real
 // apiserver, with mpiguard as shipped (two replicas behind one webhook
 // endpoint), then the same burst with mpiguard's webhooks not registered (the
-// baseline), in one run. Every decision must be right: exactly burstFit
+// baseline: mpiguard's controllers still act on the jobs) and, last, with
+// both replicas stopped (the apiserver by itself), in one run; mpiguard's
+// garbage collector as shipped (asShipped). Every decision must be right: exactly burstFit
 // admitted, the rest denied by aggregate-quota. It also measures sequential
 // creates with and without a quota, whose difference is what the reservation
 // (a live quota read and one write to the apiserver) adds to one decision.
@@ -54,6 +56,7 @@ func BenchmarkBurstCreate(b *testing.B) {
 			b.Fatalf("MPIGUARD_BURST_REPLICAS=%q: want a number of replicas", v)
 		}
 	}
+	defer asShipped(b)()
 	env, err := framework.Start(ctx, framework.Options{Name: "burst", Replicas: replicas})
 	if err != nil {
 		b.Fatal(err)
@@ -99,6 +102,21 @@ func BenchmarkBurstCreate(b *testing.B) {
 		b.ReportMetric(pct(sequentialQuota, 50).Seconds()/pct(sequentialBaseline, 50).Seconds(), "seq-p50-ratio")
 		b.ReportMetric(pct(sequentialQuota, 99).Seconds()/pct(sequentialBaseline, 99).Seconds(), "seq-p99-ratio")
 		b.Logf("sequential creates p50: %v reserving, %v without a quota, %v without mpiguard", pct(sequentialQuota, 50), pct(sequentialFree, 50), pct(sequentialBaseline, 50))
+
+		// The apiserver by itself: in the baseline above mpiguard's
+		// controllers still act on every job (its NetworkPolicy and Event,
+		// the audit, two replicas' informers). Last, as the replicas stop.
+		for _, r := range env.Replicas {
+			must(b, r.Stop())
+		}
+		quiesce(b)
+		_, _, _, others, alone := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), baselineLabel), rt.Name)
+		if len(others) > 0 {
+			b.Fatalf("apiserver alone: %d errors (first: %v)", len(others), others[0])
+		}
+		report(b, "burst-alone", alone)
+		b.ReportMetric(pct(withMPIGuard, 99).Seconds()/pct(alone, 99).Seconds(), "p99-ratio-alone")
+		b.Logf("burst, the apiserver by itself: p50 %v p99 %v", pct(alone, 50), pct(alone, 99))
 	}
 }
 

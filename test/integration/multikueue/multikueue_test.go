@@ -61,7 +61,11 @@ var _ = Describe("a TrainJob queued on a MultiKueue manager cluster", func() {
 			wls := workloadsIn(ctx, g, worker.Client, ns)
 			g.Expect(wls).To(HaveLen(1))
 			g.Expect(meta.IsStatusConditionTrue(wls[0].Status.Conditions, kueue.WorkloadAdmitted)).To(BeTrue(), describe(wls))
-			GinkgoWriter.Printf("the worker's Workload: %s", describe(wls))
+			// Its check says so, not "no mpiguard policy applies".
+			g.Expect(wls[0].Status.AdmissionChecks).To(ContainElement(And(
+				HaveField("State", kueue.CheckStateReady),
+				HaveField("Message", ContainSubstring("dispatched here by MultiKueue")),
+			)), describe(wls))
 		}).Should(Succeed())
 		copied := get(ctx, Default, worker.Client, key)
 		Expect(mpiguardPatch(copied)).To(Equal(entry), "the worker judged the copy with the entry it writes itself: the manager's")
