@@ -83,6 +83,11 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 		return reconcile.Result{}, err
 	}
+	if err := checkFormat(res); err != nil {
+		// A newer replica's object: its own leader retires its entries.
+		ctrl.LoggerFrom(ctx).Info("not retiring entries", "reason", err.Error())
+		return reconcile.Result{}, nil
+	}
 	ns := res.Spec.Namespace
 	now := r.now()
 	existing, err := ReadExisting(ctx, r.client, ns, now)
@@ -186,6 +191,9 @@ func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, r
 			if err := r.live.Get(ctx, client.ObjectKeyFromObject(res), fresh); err != nil {
 				return err
 			}
+			if err := checkFormat(fresh); err != nil {
+				return err
+			}
 			res = fresh
 		}
 		first = false
@@ -237,6 +245,7 @@ func (r *Retirer) write(ctx context.Context, res *v1alpha1.QuotaReservation, kee
 	}
 	out := res.DeepCopy()
 	out.Spec.Entries = keep
+	out.Spec.Format = Format
 	return r.client.Update(ctx, out)
 }
 

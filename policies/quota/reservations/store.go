@@ -30,6 +30,36 @@ import (
 // request that would add one more, with "retry" (webhooks/trainjob).
 const MaxEntries = 1000
 
+// Format is the QuotaReservation layout (spec.format) this build writes and
+// the newest it reads. Raise it with every field an older build would drop
+// when it rewrites an object: its Go type does not have the field, so the
+// decode loses it and the write stores the loss (a rolling upgrade runs old
+// and new replicas side by side; with spec.objectShapes, an old replica's
+// rewrite would have left entries charging no object counts). Builds since
+// format 1 refuse an object of a newer format instead (NewerFormatError).
+const Format = 1
+
+// NewerFormatError says a QuotaReservation was written by a newer mpiguard
+// than this replica: rewriting it would drop what this build does not know.
+type NewerFormatError struct {
+	Key    client.ObjectKey
+	Format int32
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("QuotaReservation %s was written by a newer mpiguard (format %d; this replica knows %d), and rewriting it here would drop what this replica does not know; the newer replicas answer for this namespace once the upgrade is through",
+		e.Key, e.Format, Format)
+}
+
+// checkFormat returns a *NewerFormatError when res is of a newer format than
+// this build's.
+func checkFormat(res *v1alpha1.QuotaReservation) error {
+	if res.Spec.Format > Format {
+		return &NewerFormatError{Key: client.ObjectKeyFromObject(res), Format: res.Spec.Format}
+	}
+	return nil
+}
+
 // Store reads and writes the QuotaReservations in mpiguard's namespace.
 type Store struct {
 	// cache is the manager's cache (QuotaReservations of mpiguard's namespace).
@@ -80,6 +110,9 @@ func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1
 		}
 		s.mu.Unlock()
 	}
+	if err := checkFormat(got); err != nil {
+		return nil, err
+	}
 	expand(got) // every part inline for the readers (shapes.go)
 	return got, nil
 }
@@ -114,6 +147,7 @@ func (s *Store) put(ctx context.Context, res *v1alpha1.QuotaReservation, entries
 		out.Spec.Entries = append(withoutJob(out.Spec.Entries, e.TrainJob, e.UID), *e.DeepCopy())
 	}
 	compact(out)
+	out.Spec.Format = Format
 	var err error
 	if out.ResourceVersion == "" {
 		err = s.writer.Create(ctx, out)

@@ -2,6 +2,8 @@ package reservations
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -105,4 +107,41 @@ func (f fixedReader) List(context.Context, client.ObjectList, ...client.ListOpti
 // named is a TrainJob of that name without a UID (as entry writes them).
 func named(name string) *trainer.TrainJob {
 	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// An object a newer mpiguard wrote is refused, not rewritten without the
+// fields this build does not know; this build writes its own format.
+func TestNewerFormatIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s, c := newFakeStore(t)
+	empty, err := s.Get(ctx, "team-a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.put(ctx, empty, entry("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	written, err := s.Get(ctx, "team-a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written.Spec.Format != Format {
+		t.Errorf("written with format %d, want %d", written.Spec.Format, Format)
+	}
+
+	written.Spec.Format = Format + 1 // as a newer replica writes it
+	compact(written)
+	if err := c.Update(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	for _, live := range []bool{true, false} {
+		_, err := s.Get(ctx, "team-a", live)
+		var newer *NewerFormatError
+		if !errors.As(err, &newer) || newer.Format != Format+1 {
+			t.Fatalf("Get(live=%v) of a newer format = %v, want a *NewerFormatError", live, err)
+		}
+		if !strings.Contains(err.Error(), "written by a newer mpiguard") {
+			t.Errorf("error %q does not say why", err)
+		}
+	}
 }

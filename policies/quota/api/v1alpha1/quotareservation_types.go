@@ -37,6 +37,15 @@ type QuotaReservation struct {
 
 // QuotaReservationSpec lists the entries of one governed namespace.
 type QuotaReservationSpec struct {
+	// format is the layout of this object its writer knew (mpiguard's
+	// reservations.Format). A replica that knows an older one refuses to
+	// rewrite the object, which would drop the fields it does not know:
+	// during a rolling upgrade its admissions answer "retry" for that
+	// namespace until the newer replicas answer. Absent: written before
+	// formats existed.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Format int32 `json:"format,omitempty"`
 	// namespace is the governed namespace whose ResourceQuotas the entries are charged against.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
