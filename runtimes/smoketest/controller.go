@@ -258,13 +258,13 @@ func (r *Reconciler) runtime(ctx context.Context, rt *api.RuntimeTest) (*trainer
 	switch ref.Kind {
 	case trainer.TrainingRuntimeKind:
 		var tr trainer.TrainingRuntime
-		if err := r.client.Get(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: ref.Name}, &tr); err != nil {
+		if err := r.getRuntime(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: ref.Name}, &tr); err != nil {
 			return nil, "", wrapNotFound(err, fmt.Sprintf("TrainingRuntime %s/%s", rt.Namespace, ref.Name))
 		}
 		spec, labels = tr.Spec, tr.Labels
 	default:
 		var ctr trainer.ClusterTrainingRuntime
-		if err := r.client.Get(ctx, client.ObjectKey{Name: ref.Name}, &ctr); err != nil {
+		if err := r.getRuntime(ctx, client.ObjectKey{Name: ref.Name}, &ctr); err != nil {
 			return nil, "", wrapNotFound(err, "ClusterTrainingRuntime "+ref.Name)
 		}
 		spec, labels = ctr.Spec, ctr.Labels
@@ -277,6 +277,20 @@ func (r *Reconciler) runtime(ctx context.Context, rt *api.RuntimeTest) (*trainer
 		impl = catalog.ImplementationOpenMPI
 	}
 	return &spec, impl, nil
+}
+
+// getRuntime reads a runtime from the cache and, when the cache does not
+// have it, from the apiserver: "not found" ends the test (RuntimeNotFound),
+// and a runtime applied together with its RuntimeTest (one `kubectl apply`)
+// may not be in the cache yet when the test is first reconciled (seen in the
+// runtimes suite under load: the test failed RuntimeNotFound, its runtime
+// there).
+func (r *Reconciler) getRuntime(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && r.apiReader != nil {
+		err = r.apiReader.Get(ctx, key, obj)
+	}
+	return err
 }
 
 func wrapNotFound(err error, what string) error {
