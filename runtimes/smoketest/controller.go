@@ -287,7 +287,7 @@ func (r *Reconciler) runtime(ctx context.Context, rt *api.RuntimeTest) (*trainer
 // there).
 func (r *Reconciler) getRuntime(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	err := r.client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) && r.apiReader != nil {
+	if apierrors.IsNotFound(err) {
 		err = r.apiReader.Get(ctx, key, obj)
 	}
 	return err

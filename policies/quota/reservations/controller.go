@@ -187,6 +187,10 @@ func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, r
 	first := true
 	err := retry.RetryOnConflict(releaseRetry, func() error {
 		if !first {
+			// Read after the retry's pause, right before writing: read
+			// before it, the object was written again by the time of the
+			// write (a variant that did so failed the admission suite's
+			// stream spec).
 			fresh := &v1alpha1.QuotaReservation{}
 			if err := r.live.Get(ctx, client.ObjectKeyFromObject(res), fresh); err != nil {
 				return err
