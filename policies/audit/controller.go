@@ -73,6 +73,8 @@ type Options struct {
 	// MaxDelay bounds how long a change waits for its audit when the
 	// namespace never rests for Debounce.
 	MaxDelay time.Duration
+	// PassResults lists every pass in the Reports too (ReportWriter).
+	PassResults bool
 	// SkipNamespaces are never audited: mpiguard's webhooks never govern
 	// them (config/webhook's namespaceSelector: mpiguard's own namespace and
 	// kube-system), so no policy applies there. The manager adds its own
@@ -133,7 +135,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 			Cluster:      pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
 			Reservations: res,
 		},
-		writer:   ReportWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
+		writer:   ReportWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), PassResults: opts.PassResults},
 		reader:   mgr.GetClient(),
 		recorder: mgr.GetEventRecorder(ControllerName),
 		opts:     opts,

@@ -45,6 +45,12 @@ const (
 // counts them), then the rest is cut (configuration.limits says so).
 const maxReportBytes = 1 << 20
 
+// violationsOnly is the status filter of a report that lists no passes: the
+// standard way (configuration.limits.statusFilter) to tell a reader that a
+// job missing from the results passed every policy, not that it was not
+// judged (the summary counts the passes).
+var violationsOnly = []reports.StatusFilter{reports.StatusFilter(Fail), reports.StatusFilter(Warn), reports.StatusFilter(Error)}
+
 // severities: a denial is high (admission refuses it), a warning medium,
 // a pass informational; an object that could not be judged is refused at
 // admission too: high.
@@ -88,17 +94,21 @@ type content struct {
 	limits  *reportsapply.LimitsApplyConfiguration
 }
 
-// contentOf turns results into report results. A result that reads as it did
-// in the previous report keeps its timestamp (the time it was first found):
-// an audit that finds nothing new then writes the same object, which the
-// apiserver does not store again.
-func contentOf(rs []Result, previous map[string]reports.ReportResult, now time.Time) content {
+// contentOf turns results into report results, leaving the passes out
+// unless passes is set (the summary counts them either way). A result that
+// reads as it did in the previous report keeps its timestamp (the time it
+// was first found): an audit that finds nothing new then writes the same
+// object, which the apiserver does not store again.
+func contentOf(rs []Result, previous map[string]reports.ReportResult, now time.Time, passes bool) content {
 	var c content
 	counts := map[Status]int{}
 	all := make([]reportsapply.ReportResultApplyConfiguration, 0, len(rs))
 	sizes := make([]int, 0, len(rs))
 	for _, r := range rs {
 		counts[r.Status]++
+		if r.Status == Pass && !passes {
+			continue
+		}
 		ts := metav1.Timestamp{Seconds: now.Unix()}
 		if before, ok := previous[resultKey(r.Object, r.Policy)]; ok && string(before.Result) == string(r.Status) && before.Description == r.Message {
 			ts = before.Timestamp
@@ -133,6 +143,9 @@ func contentOf(rs []Result, previous map[string]reports.ReportResult, now time.T
 	}
 	c.summary = reportsapply.ReportSummary().WithPass(counts[Pass]).WithFail(counts[Fail]).WithWarn(counts[Warn]).WithError(counts[Error]).WithSkip(0)
 	c.results, c.limits = fit(all, sizes)
+	if !passes && c.limits == nil {
+		c.limits = reportsapply.Limits().WithStatusFilter(violationsOnly...)
+	}
 	return c
 }
 
@@ -146,7 +159,7 @@ func fit(all []reportsapply.ReportResultApplyConfiguration, sizes []int) ([]repo
 	if total <= maxReportBytes {
 		return all, nil
 	}
-	limits := reportsapply.Limits().WithStatusFilter(reports.StatusFilter(Fail), reports.StatusFilter(Warn), reports.StatusFilter(Error))
+	limits := reportsapply.Limits().WithStatusFilter(violationsOnly...)
 	var kept []reportsapply.ReportResultApplyConfiguration
 	total = 0
 	for i, r := range all {
@@ -173,7 +186,13 @@ type ReportWriter struct {
 	// maxReportBytes) and decodes each write the audit makes once more as a
 	// watch event, while only the leader reads a Report, once per audit.
 	Reader client.Reader
-	Now    func() time.Time
+	// PassResults lists a result per policy for every job that passes it,
+	// as well as the violations. Off by default: at 100 jobs and 10
+	// policies a namespace's Report then holds 1,000 results, nearly all
+	// passes, and writing them was 80% of the apiserver's CPU in a full
+	// audit (docs/performance.md, "Reports without pass results").
+	PassResults bool
+	Now         func() time.Time
 }
 
 func (w ReportWriter) now() time.Time {
@@ -223,7 +242,7 @@ func (w ReportWriter) WriteNamespace(ctx context.Context, ns *corev1.Namespace, 
 		r := &reports.Report{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: ReportName}}
 		return client.IgnoreNotFound(w.Client.Delete(ctx, r))
 	}
-	c := contentOf(rs, Previous(previous), w.now())
+	c := contentOf(rs, Previous(previous), w.now(), w.PassResults)
 	r := reportsapply.Report(ReportName, ns.Name).
 		WithLabels(map[string]string{LabelManagedBy: Source}).
 		// Owned by its Namespace: deleted with it even by a cluster whose
@@ -249,7 +268,7 @@ func (w ReportWriter) WriteCluster(ctx context.Context, rs []Result, previous []
 		r := &reports.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: ReportName}}
 		return client.IgnoreNotFound(w.Client.Delete(ctx, r))
 	}
-	c := contentOf(rs, Previous(previous), w.now())
+	c := contentOf(rs, Previous(previous), w.now(), w.PassResults)
 	r := reportsapply.ClusterReport(ReportName).
 		WithLabels(map[string]string{LabelManagedBy: Source}).
 		WithSource(Source).

@@ -32,7 +32,7 @@ func TestContent(t *testing.T) {
 		{Object: ref("d"), Policy: "p", Status: Warn, Message: "w", Enforcement: "dryrun"},
 		{Object: ref("e"), Policy: "mpiguard", Status: Error, Message: "runtime gone"},
 	}
-	c := contentOf(rs, previous, now)
+	c := contentOf(rs, previous, now, true)
 	type row struct {
 		Name, Result, Severity, Message string
 		Seconds                         int64
@@ -105,7 +105,7 @@ func TestFit(t *testing.T) {
 		}
 		rs = append(rs, Result{Object: ref(strings.Repeat("j", 20) + string(rune('a'+i%26)) + "-" + strconv.Itoa(i)), Policy: "p", Status: st, Message: long})
 	}
-	c := contentOf(rs, nil, time.Unix(0, 0))
+	c := contentOf(rs, nil, time.Unix(0, 0), true)
 	if c.limits == nil || len(c.limits.StatusFilter) == 0 {
 		t.Fatalf("no limits set for %d results", len(rs))
 	}
@@ -116,5 +116,41 @@ func TestFit(t *testing.T) {
 	}
 	if len(c.results) != 300 || *c.summary.Pass != 2700 || *c.summary.Fail != 300 {
 		t.Errorf("kept %d results, summary pass %d fail %d; want 300, 2700, 300", len(c.results), *c.summary.Pass, *c.summary.Fail)
+	}
+}
+
+// TestPassesLeftOutByDefault: without PassResults a report lists only what
+// is not a pass, says it was filtered by status, and still counts the
+// passes; a namespace whose jobs all pass gets a report with no results.
+func TestPassesLeftOutByDefault(t *testing.T) {
+	rs := []Result{
+		{Object: ref("a"), Policy: "p", Status: Pass},
+		{Object: ref("a"), Policy: "q", Status: Fail, Message: "no"},
+		{Object: ref("b"), Policy: "p", Status: Pass},
+		{Object: ref("b"), Policy: "q", Status: Warn, Message: "hm"},
+		{Object: ref("c"), Policy: "mpiguard", Status: Error, Message: "runtime gone"},
+	}
+	c := contentOf(rs, nil, time.Unix(0, 0), false)
+	var got []string
+	for _, r := range c.results {
+		got = append(got, r.Subjects[0].Name+"/"+*r.Policy+"="+string(*r.Result))
+	}
+	if diff := cmp.Diff([]string{"a/q=fail", "b/q=warn", "c/mpiguard=error"}, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if c.limits == nil || c.limits.MaxResults != nil {
+		t.Fatalf("limits %+v, want a status filter and no cut", c.limits)
+	}
+	if diff := cmp.Diff(violationsOnly, c.limits.StatusFilter); diff != "" {
+		t.Errorf("status filter (-want +got):\n%s", diff)
+	}
+	sum := []int{*c.summary.Pass, *c.summary.Fail, *c.summary.Warn, *c.summary.Error}
+	if diff := cmp.Diff([]int{2, 1, 1, 1}, sum); diff != "" {
+		t.Errorf("summary pass/fail/warn/error (-want +got):\n%s", diff)
+	}
+
+	all := contentOf(rs[:1], nil, time.Unix(0, 0), false)
+	if len(all.results) != 0 || *all.summary.Pass != 1 || all.limits == nil {
+		t.Errorf("all passing: %d results, summary pass %d, limits %+v; want none listed, 1 counted, a status filter", len(all.results), *all.summary.Pass, all.limits)
 	}
 }

@@ -63,14 +63,15 @@ var _ = Describe("mpiguard audit (the command line)", func() {
 		env.CreateQuota(ctx, fixtures.ResourceQuota(ns, "team", "pods", "10"), fixtures.ResourceList("pods", "0"))
 		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "queued", rt.Name).NumNodes(2).Suspend(true).Obj())).To(Succeed())
 		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "small", rt.Name).NumNodes(1).Suspend(true).Obj())).To(Succeed())
-		eventuallyResult(ctx, ns, trainer.TrainJobKind, "queued", "aggregate-quota", reports.Result(audit.Pass))
+		eventuallyPasses(ctx, ns, trainer.TrainJobKind, "queued", "aggregate-quota")
 		// 3 pods for "queued" no longer fit; "small" (2 pods) still does.
 		setQuotaPods(ctx, ns, "team", "2")
 		eventuallyResult(ctx, ns, trainer.TrainJobKind, "queued", "aggregate-quota", reports.Result(audit.Fail))
-		eventuallyResult(ctx, ns, trainer.TrainJobKind, "small", "aggregate-quota", reports.Result(audit.Pass))
+		eventuallyPasses(ctx, ns, trainer.TrainJobKind, "small", "aggregate-quota")
 
 		var fromReport []finding
-		for _, r := range report(ctx, ns).Results {
+		rep := report(ctx, ns)
+		for _, r := range rep.Results {
 			Expect(r.Subjects).To(HaveLen(1))
 			fromReport = append(fromReport, finding{r.Subjects[0].Kind, r.Subjects[0].Name, r.Policy, string(r.Result), r.Description})
 		}
@@ -96,13 +97,22 @@ var _ = Describe("mpiguard audit (the command line)", func() {
 			} `json:"results"`
 		}
 		Expect(json.Unmarshal(out, &printed)).To(Succeed(), "%s", out)
+		// The CLI prints every result; the Report lists what does not pass
+		// and counts the passes.
 		var fromCLI []finding
+		passes := 0
 		for _, r := range printed.Results {
-			if r.Namespace == ns {
+			switch {
+			case r.Namespace != ns:
+			case r.Result == string(audit.Pass):
+				passes++
+			default:
 				fromCLI = append(fromCLI, finding{r.Kind, r.Name, r.Policy, r.Result, r.Message})
 			}
 		}
 		Expect(sortFindings(fromCLI)).To(Equal(sortFindings(fromReport)))
+		Expect(passes).To(BeNumerically(">", 0))
+		Expect(rep.Summary.Pass).To(Equal(passes), "the Report counts the passes the CLI prints")
 		Expect(fromCLI).To(ContainElement(And(
 			HaveField("Name", "queued"), HaveField("Policy", "aggregate-quota"), HaveField("Result", "fail"),
 			HaveField("Message", ContainSubstring("3 pods")))))

@@ -20,7 +20,7 @@ var _ = Describe("audit of Volcano gangs", func() {
 		rt := env.CreateClusterRuntime(ctx, fixtures.VolcanoRuntime("audit-volcano-"+ns, "4", q.Name).Cluster())
 		// 3 Workers x 4 GPUs and the launcher: 12 GPUs, 4 pods, in one gang.
 		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "gang", rt.Name).NumNodes(3).NumProcPerNode(4).Obj())).To(Succeed())
-		eventuallyResult(ctx, ns, trainer.TrainJobKind, "gang", "gang-scheduling", reports.Result(audit.Pass))
+		eventuallyPasses(ctx, ns, trainer.TrainJobKind, "gang", "gang-scheduling")
 
 		By("the queue's capability lowered under the gang: reported")
 		q.Spec.Capability = fixtures.ResourceList("nvidia.com/gpu", "8")
@@ -31,6 +31,6 @@ var _ = Describe("audit of Volcano gangs", func() {
 		By("raised again: cleared")
 		q.Spec.Capability = fixtures.ResourceList("nvidia.com/gpu", "16")
 		env.UpdateVolcanoQueue(ctx, q)
-		eventuallyResult(ctx, ns, trainer.TrainJobKind, "gang", "gang-scheduling", reports.Result(audit.Pass))
+		eventuallyPasses(ctx, ns, trainer.TrainJobKind, "gang", "gang-scheduling")
 	})
 })

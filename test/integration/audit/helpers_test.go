@@ -56,14 +56,49 @@ func resultOf(ctx context.Context, ns, kind, name, policy string) (*reports.Repo
 	return nil, fmt.Errorf("report of %q has no %s result for %s %s (%d results)", ns, policy, kind, name, len(r.Results))
 }
 
-// eventuallyJudged waits until the report of ns has a result for the object.
-func eventuallyJudged(ctx context.Context, ns, kind, name string) {
+// eventuallyAudited waits until namespace ns has a report: its objects were
+// judged (a Report lists violations; passes are counted in its summary).
+func eventuallyAudited(ctx context.Context, ns string) *reports.Report {
+	GinkgoHelper()
+	var r *reports.Report
+	Eventually(func(g Gomega) {
+		r = report(ctx, ns)
+		g.Expect(r).NotTo(BeNil(), "no report in %q", ns)
+	}).WithContext(ctx).WithTimeout(auditWait).Should(Succeed())
+	return r
+}
+
+// eventuallyPasses waits until policy passes the object named name: the
+// report of ns says it lists only what does not pass (the shipped default,
+// --audit-pass-results off), counts at least one pass, and has no result of
+// policy for the object. Only a re-audit removes a violation it listed
+// before, so after a fail this is the pass, not a missed audit.
+func eventuallyPasses(ctx context.Context, ns, kind, name, policy string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		r := report(ctx, ns)
 		g.Expect(r).NotTo(BeNil(), "no report in %q", ns)
-		g.Expect(r.Results).To(ContainElement(HaveField("Subjects", ContainElement(And(HaveField("Kind", kind), HaveField("Name", name))))))
+		g.Expect(r.Configuration).NotTo(BeNil(), "a report without passes says so")
+		g.Expect(r.Configuration.Limits.StatusFilter).To(ConsistOf(
+			reports.StatusFilter(audit.Fail), reports.StatusFilter(audit.Warn), reports.StatusFilter(audit.Error)))
+		g.Expect(r.Summary.Pass).To(BeNumerically(">", 0))
+		got, err := resultOf(ctx, ns, kind, name, policy)
+		g.Expect(err).To(HaveOccurred(), "policy %s still lists %s %s: %s %s", policy, kind, name, resultStatus(got), resultDescription(got))
 	}).WithContext(ctx).WithTimeout(auditWait).Should(Succeed())
+}
+
+func resultStatus(r *reports.ReportResult) string {
+	if r == nil {
+		return ""
+	}
+	return string(r.Result)
+}
+
+func resultDescription(r *reports.ReportResult) string {
+	if r == nil {
+		return ""
+	}
+	return r.Description
 }
 
 // eventuallyResult waits until policy's result for the object is want and
