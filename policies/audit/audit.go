@@ -33,6 +33,18 @@ type Auditor struct {
 	Cluster pipeline.ClientCluster
 	// Reservations reads what admitted jobs hold (nil: nothing is reserved).
 	Reservations ReservationReader
+	// snapshots, when set, remembers the runtime snapshots read
+	// (snapshots.go): the controller's audits; the command line reads them
+	// all.
+	snapshots *snapshotReads
+}
+
+// cluster is what jobs are judged with, before quota state is added.
+func (a *Auditor) cluster() pipeline.Cluster {
+	if a.snapshots == nil {
+		return a.Cluster
+	}
+	return snapshotCluster{ClientCluster: a.Cluster, snapshots: a.snapshots}
 }
 
 // Namespace judges every TrainJob that has not finished and every
@@ -61,7 +73,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 		if req == nil {
 			continue
 		}
-		judgeWith := pipeline.Cluster(c)
+		judgeWith := a.cluster()
 		if !running {
 			if waiting == nil {
 				var err error
@@ -149,11 +161,11 @@ func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, 
 	if live == nil {
 		live = c.Reader
 	}
-	state, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(c, nsc), false)
+	state, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(a.cluster(), nsc), false)
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.WithQuotaState(c, state.Quotas, state.Holders), nil
+	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Holders), nil
 }
 
 // sortResults orders results by kind, namespace, name and policy: reports

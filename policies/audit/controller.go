@@ -134,6 +134,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 			Pipeline:     p,
 			Cluster:      pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
 			Reservations: res,
+			snapshots:    newSnapshotReads(mgr.GetAPIReader(), opts.Interval),
 		},
 		writer:   ReportWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), PassResults: opts.PassResults},
 		reader:   mgr.GetClient(),

@@ -2,12 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -48,42 +51,92 @@ func Snapshot(ctx context.Context, reader client.Reader, job *trainer.TrainJob) 
 // DecodeSnapshot returns the runtime cm holds for job, or a *SnapshotError
 // with the reason the Trainer would refuse it for.
 func DecodeSnapshot(job *trainer.TrainJob, cm *corev1.ConfigMap) (client.Object, error) {
-	refuse := func(format string, args ...any) error {
-		return &SnapshotError{Namespace: cm.Namespace, Name: cm.Name, Reason: fmt.Sprintf(format, args...)}
+	kind, err := SnapshotKind(job)
+	if err != nil {
+		return nil, err
 	}
-	if owner := metav1.GetControllerOf(cm); owner == nil || owner.UID != job.UID {
+	return CheckSnapshot(job, cm, ParseSnapshot(cm.Data, kind))
+}
+
+// ParsedSnapshot is a snapshot ConfigMap's data read as the runtime kind the
+// job refers to: the same data always parses the same, whichever job it
+// belongs to, so a reader may keep one per distinct data (audit does).
+type ParsedSnapshot struct {
+	// Runtime is the runtime the data holds (never modified; CheckSnapshot
+	// returns a copy), nil when Reason is set.
+	Runtime client.Object
+	// Reason is why the Trainer cannot read the data.
+	Reason string
+}
+
+// ParseSnapshot parses a snapshot ConfigMap's data as a runtime of kind
+// (trainer.ClusterTrainingRuntimeKind or trainer.TrainingRuntimeKind). The
+// runtime's UID and resourceVersion name the data: identical snapshots are
+// one runtime version to the renderer's template cache, and any edit of a
+// snapshot is a version of its own, never rendered from the original's
+// cached template.
+func ParseSnapshot(data map[string]string, kind string) ParsedSnapshot {
+	yamlData, ok := data[snapshotDataKey]
+	if !ok {
+		return ParsedSnapshot{Reason: fmt.Sprintf("invalid runtime snapshot: snapshot ConfigMap missing %q data key", snapshotDataKey)}
+	}
+	var rt client.Object = &trainer.ClusterTrainingRuntime{}
+	if kind == trainer.TrainingRuntimeKind {
+		rt = &trainer.TrainingRuntime{}
+	}
+	if err := yaml.Unmarshal([]byte(yamlData), rt); err != nil {
+		return ParsedSnapshot{Reason: fmt.Sprintf("invalid runtime snapshot: unable to unmarshal the snapshot: %v", err)}
+	}
+	rt.SetUID(types.UID(SnapshotContent(data)))
+	rt.SetResourceVersion("1")
+	return ParsedSnapshot{Runtime: rt}
+}
+
+// SnapshotContent names a snapshot ConfigMap's data: the same name for the
+// same data, whichever job it belongs to.
+func SnapshotContent(data map[string]string) string {
+	yamlData, ok := data[snapshotDataKey]
+	if !ok {
+		return "snapshot-without-data"
+	}
+	sum := sha256.Sum256([]byte(yamlData))
+	return "snapshot-" + hex.EncodeToString(sum[:])
+}
+
+// CheckSnapshot applies the Trainer's checks of a snapshot (meta is the
+// ConfigMap's metadata, p its parsed data) to job, and returns a copy of the
+// runtime it holds or a *SnapshotError with the Trainer's reason, in the
+// Trainer's order: the owner first.
+func CheckSnapshot(job *trainer.TrainJob, meta metav1.Object, p ParsedSnapshot) (client.Object, error) {
+	refuse := func(format string, args ...any) error {
+		return &SnapshotError{Namespace: meta.GetNamespace(), Name: meta.GetName(), Reason: fmt.Sprintf(format, args...)}
+	}
+	if owner := metav1.GetControllerOfNoCopy(meta); owner == nil || owner.UID != job.UID {
 		return nil, refuse("invalid runtime snapshot: a snapshot configmap exists but is owned by another object")
 	}
-	data, ok := cm.Data[snapshotDataKey]
-	if !ok {
-		return nil, refuse("invalid runtime snapshot: snapshot ConfigMap missing %q data key", snapshotDataKey)
+	if p.Reason != "" {
+		return nil, refuse("%s", p.Reason)
 	}
+	rt := p.Runtime.DeepCopyObject().(client.Object)
 	ref := job.Spec.RuntimeRef
-	var rt client.Object
-	switch kind := ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind); kind {
-	case trainer.ClusterTrainingRuntimeKind:
-		rt = &trainer.ClusterTrainingRuntime{}
-	case trainer.TrainingRuntimeKind:
-		rt = &trainer.TrainingRuntime{}
-	default:
-		return nil, fmt.Errorf("spec.runtimeRef.kind: Unsupported value %q: mpiguard evaluates TrainJobs that refer to a ClusterTrainingRuntime or TrainingRuntime", kind)
-	}
-	if err := yaml.Unmarshal([]byte(data), rt); err != nil {
-		return nil, refuse("invalid runtime snapshot: unable to unmarshal the snapshot: %v", err)
-	}
 	gvk := rt.GetObjectKind().GroupVersionKind()
 	if (ref.Kind != nil && gvk.Kind != *ref.Kind) || (ref.APIGroup != nil && gvk.Group != *ref.APIGroup) || rt.GetName() != ref.Name {
 		return nil, refuse("invalid runtime snapshot: the snapshot refers to the wrong runtime: expecting a runtime with name, api group and kind of %q, %q, %q but found runtime with name, api group and kind of %q, %q, %q",
 			ref.Name, ptr.Deref(ref.APIGroup, "<any>"), ptr.Deref(ref.Kind, "<any>"), rt.GetName(), gvk.Group, gvk.Kind)
 	}
-	// The copy keeps the runtime's own UID and resourceVersion from when it
-	// was taken; the renderer caches merged templates by them. Each version
-	// of the snapshot is its own runtime: a tenant's edit of the ConfigMap
-	// must never be rendered from the cached original.
-	rt.SetUID(cm.UID)
-	rt.SetResourceVersion(cm.ResourceVersion)
 	rt.GetObjectKind().SetGroupVersionKind(trainer.GroupVersion.WithKind(gvk.Kind))
 	return rt, nil
+}
+
+// SnapshotKind is the runtime kind job refers to, which its snapshot is read
+// as.
+func SnapshotKind(job *trainer.TrainJob) (string, error) {
+	switch kind := ptr.Deref(job.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind); kind {
+	case trainer.ClusterTrainingRuntimeKind, trainer.TrainingRuntimeKind:
+		return kind, nil
+	default:
+		return "", fmt.Errorf("spec.runtimeRef.kind: Unsupported value %q: mpiguard evaluates TrainJobs that refer to a ClusterTrainingRuntime or TrainingRuntime", kind)
+	}
 }
 
 // SnapshotError is a runtime snapshot the Trainer would refuse to build the

@@ -69,3 +69,28 @@ func TestStoredJobsAreJudgedOnTheirSnapshot(t *testing.T) {
 		t.Errorf("a create read the snapshot %d times, want 0", reads)
 	}
 }
+
+// TestSnapshotIdentityIsItsContent: the runtime a snapshot holds is named by
+// the snapshot's data, so jobs with the same snapshot share the renderer's
+// merged template, and an edited snapshot is never rendered from the
+// original's.
+func TestSnapshotIdentityIsItsContent(t *testing.T) {
+	data := func(name string) map[string]string {
+		return map[string]string{"runtime": "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\nmetadata:\n  name: " + name + "\n"}
+	}
+	a := ParseSnapshot(data("mpi"), trainer.ClusterTrainingRuntimeKind)
+	b := ParseSnapshot(data("mpi"), trainer.ClusterTrainingRuntimeKind)
+	edited := ParseSnapshot(data("mpi-edited"), trainer.ClusterTrainingRuntimeKind)
+	if a.Reason != "" || a.Runtime.GetUID() == "" || a.Runtime.GetResourceVersion() == "" {
+		t.Fatalf("parsed %+v: want a runtime with a UID and resourceVersion", a)
+	}
+	if a.Runtime.GetUID() != b.Runtime.GetUID() {
+		t.Errorf("the same data named %q and %q", a.Runtime.GetUID(), b.Runtime.GetUID())
+	}
+	if a.Runtime.GetUID() == edited.Runtime.GetUID() {
+		t.Errorf("an edited snapshot has the original's name %q", a.Runtime.GetUID())
+	}
+	if missing := ParseSnapshot(map[string]string{}, trainer.ClusterTrainingRuntimeKind); missing.Runtime != nil || missing.Reason == "" {
+		t.Errorf("no data key: %+v, want a reason", missing)
+	}
+}

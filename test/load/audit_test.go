@@ -14,15 +14,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/policies/pipeline"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -141,6 +145,7 @@ func BenchmarkAudit(b *testing.B) {
 // createJobs creates perNS suspended TrainJobs in each namespace through the
 // webhooks, concurrently; one in ten has 3 Workers, the rest 1.
 func createJobs(ctx context.Context, b *testing.B, env *framework.Env, namespaces []string, perNS int, runtime string) {
+	snapshot := snapshotOf(ctx, b, env, runtime)
 	type job struct {
 		ns      string
 		i       int
@@ -156,6 +161,12 @@ func createJobs(ctx context.Context, b *testing.B, env *framework.Env, namespace
 			for j := range work {
 				tj := fixtures.TrainJob(j.ns, fmt.Sprintf("job-%04d", j.i), runtime).NumNodes(j.workers).Suspend(true).Obj()
 				if err := env.Client.Create(ctx, tj); err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+				if snapshot == nil {
+					continue
+				}
+				if err := env.Client.Create(ctx, snapshot(tj)); err != nil {
 					failed.CompareAndSwap(nil, &err)
 				}
 			}
@@ -174,6 +185,32 @@ func createJobs(ctx context.Context, b *testing.B, env *framework.Env, namespace
 	wg.Wait()
 	if err := failed.Load(); err != nil {
 		b.Fatalf("creating the TrainJobs: %v", *err)
+	}
+}
+
+// snapshotOf returns what makes the runtime snapshot ConfigMap the
+// Trainer's first reconcile writes for a job of runtime (none runs here; in a
+// cluster every job that was reconciled once has one, a suspended one
+// included, and audit judges a waiting job on it): owned by the job, the
+// runtime as YAML. nil with MPIGUARD_AUDIT_SNAPSHOTS=0 (jobs the Trainer has
+// not reconciled yet).
+func snapshotOf(ctx context.Context, b *testing.B, env *framework.Env, runtime string) func(*trainer.TrainJob) *corev1.ConfigMap {
+	if os.Getenv("MPIGUARD_AUDIT_SNAPSHOTS") == "0" {
+		return nil
+	}
+	var rt trainer.ClusterTrainingRuntime
+	must(b, env.Client.Get(ctx, client.ObjectKey{Name: runtime}, &rt))
+	rt.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.ClusterTrainingRuntimeKind))
+	data, err := yaml.Marshal(&rt)
+	must(b, err)
+	return func(job *trainer.TrainJob) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: pipeline.SnapshotName(job), OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Name: job.Name, UID: job.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}}},
+			Data: map[string]string{"runtime": string(data)},
+		}
 	}
 }
 

@@ -6,11 +6,40 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	reports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpiguard/mpiguard/policies/audit"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
+
+// editSnapshotGPUs writes into the snapshot cm, as a tenant could, its
+// runtime with gpus per Worker.
+func editSnapshotGPUs(ctx context.Context, cm *corev1.ConfigMap, gpus string) {
+	GinkgoHelper()
+	var copied trainer.ClusterTrainingRuntime
+	Expect(yaml.Unmarshal([]byte(cm.Data["runtime"]), &copied)).To(Succeed())
+	copied.Spec = fixtures.GPUWorkersRuntime(copied.Name, gpus).Cluster().Spec
+	edited, err := yaml.Marshal(&copied)
+	Expect(err).NotTo(HaveOccurred())
+	cm.Data["runtime"] = string(edited)
+	Expect(env.Client.Update(ctx, cm)).To(Succeed())
+}
+
+// auditReport reads namespace ns's audit Report; nil when there is none.
+func auditReport(ctx context.Context, ns string) *reports.Report {
+	GinkgoHelper()
+	r := &reports.Report{}
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: audit.ReportName}, r)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return r
+}
 
 var _ = Describe("a resume, which the Trainer builds from the job's runtime snapshot", func() {
 	It("is judged and charged on the snapshot, not on the runtime an admin changed since", func(ctx context.Context) {
@@ -48,15 +77,9 @@ var _ = Describe("a resume, which the Trainer builds from the job's runtime snap
 		cm := snapshot(ctx, job)
 
 		By("a tenant raises the snapshot's Workers to 16 GPUs each")
-		var copied trainer.ClusterTrainingRuntime
-		Expect(yaml.Unmarshal([]byte(cm.Data["runtime"]), &copied)).To(Succeed())
-		copied.Spec = fixtures.GPUWorkersRuntime(rt.Name, "16").Cluster().Spec
-		edited, err := yaml.Marshal(&copied)
-		Expect(err).NotTo(HaveOccurred())
-		cm.Data["runtime"] = string(edited)
-		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		editSnapshotGPUs(ctx, cm, "16")
 
-		err = resume(ctx, job)
+		err := resume(ctx, job)
 		Expect(err).To(HaveOccurred(), "the resume of an edited snapshot was admitted on the runtime's numbers")
 		Expect(err.Error()).To(ContainSubstring("[aggregate-quota]"))
 		Expect(err.Error()).To(ContainSubstring("needs 32 nvidia.com/gpu"))
@@ -70,5 +93,42 @@ var _ = Describe("a resume, which the Trainer builds from the job's runtime snap
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring(`snapshot ConfigMap missing "runtime" data key`))
 		Expect(err.Error()).To(ContainSubstring("delete the ConfigMap"))
+	})
+
+	It("is what audit judges a waiting job on, and a tenant's edit of it is reported once the job changes", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		gpuQuota(ctx, ns, "16")
+		rt := gpuRuntime(ctx, "audited-"+ns, "4")
+		job := admitted(ctx, gpuJob(ns, "waiting", rt.Name, 2, 4).Suspend(true).Obj())
+		cm := snapshot(ctx, job)
+
+		By("audited: 2 Workers x 4 GPUs fit 16, nothing listed")
+		Eventually(func(g Gomega) {
+			r := auditReport(ctx, ns)
+			g.Expect(r).NotTo(BeNil())
+			g.Expect(r.Summary.Pass).To(BeNumerically(">", 0))
+			g.Expect(r.Results).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+
+		By("a tenant raises the snapshot's Workers to 16 GPUs each, then labels the job")
+		editSnapshotGPUs(ctx, cm, "16")
+		// Audit remembers a job version's snapshot for the audit interval
+		// (10 minutes): the job's change is what makes it read it again.
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		job.Labels = map[string]string{"team": "edited"}
+		Expect(env.Client.Update(ctx, job)).To(Succeed())
+
+		By("reported with the snapshot's numbers, as its resume would be refused")
+		Eventually(func(g Gomega) {
+			r := auditReport(ctx, ns)
+			g.Expect(r).NotTo(BeNil())
+			var failed []string
+			for _, x := range r.Results {
+				if x.Policy == "aggregate-quota" && x.Result == "fail" {
+					failed = append(failed, x.Description)
+				}
+			}
+			g.Expect(failed).To(ConsistOf(ContainSubstring("needs 32 nvidia.com/gpu")))
+		}, timeout, interval).Should(Succeed())
 	})
 })
