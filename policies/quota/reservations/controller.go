@@ -12,9 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,13 +49,22 @@ type Retirer struct {
 	recorder  events.EventRecorder
 	namespace string
 	now       func() time.Time
+	// deleted holds the UIDs of TrainJobs whose deletion the leader saw
+	// (jobEvents): their entries go at once. A UID is never reused; the
+	// bound only limits memory (a leader that did not see a deletion waits
+	// for the entry's grace, as before).
+	deleted *lru.Cache
 }
+
+// deletedJobs bounds the deletions remembered: far more than the entries a
+// namespace's jobs hold at a time.
+const deletedJobs = 4096
 
 // SetupRetirer registers the retiring controller; namespace is mpiguard's own.
 func SetupRetirer(mgr ctrl.Manager, namespace string) error {
 	r := &Retirer{
 		client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName),
-		namespace: namespace, now: time.Now,
+		namespace: namespace, now: time.Now, deleted: lru.New(deletedJobs),
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("quotareservations").
@@ -60,7 +72,7 @@ func SetupRetirer(mgr ctrl.Manager, namespace string) error {
 		// a new entry may already be retirable, or must be rechecked at its grace.
 		For(&v1alpha1.QuotaReservation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A TrainJob's suspension, completion, deletion or appearance decides its entry.
-		Watches(&trainer.TrainJob{}, handler.EnqueueRequestsFromMapFunc(r.reservationOf)).
+		Watches(&trainer.TrainJob{}, r.jobEvents()).
 		// Pods that now exist are counted by the quota: their entry can go.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.reservationOf)).
 		Complete(r)
@@ -70,6 +82,23 @@ func SetupRetirer(mgr ctrl.Manager, namespace string) error {
 // QuotaReservation (one cache miss when the namespace has none).
 func (r *Retirer) reservationOf(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: r.namespace, Name: o.GetNamespace()}}}
+}
+
+// jobEvents queues the reservation of a TrainJob's namespace on each of its
+// events, and remembers the UID of each TrainJob deleted.
+func (r *Retirer) jobEvents() handler.EventHandler {
+	enqueue := handler.EnqueueRequestsFromMapFunc(r.reservationOf)
+	return handler.Funcs{
+		CreateFunc:  enqueue.Create,
+		UpdateFunc:  enqueue.Update,
+		GenericFunc: enqueue.Generic,
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if uid := e.Object.GetUID(); uid != "" {
+				r.deleted.Add(uid, struct{}{})
+			}
+			enqueue.Delete(ctx, e, q)
+		},
+	}
 }
 
 // Reconcile releases the entries of one QuotaReservation that hold nothing any more.
@@ -147,14 +176,15 @@ func (r *Retirer) verdictOf(ctx context.Context, ns string, e *v1alpha1.Reservat
 	if err != nil {
 		return verdict{}, err
 	}
-	v := decide(e, job, pods, now, false)
+	_, deleted := r.deleted.Get(e.UID)
+	v := decide(e, job, pods, now, false, deleted)
 	if !v.confirm {
 		return v, nil
 	}
 	if job, err = r.job(ctx, r.live, ns, e.TrainJob); err != nil {
 		return verdict{}, err
 	}
-	return decide(e, job, pods, now, true), nil
+	return decide(e, job, pods, now, true, deleted), nil
 }
 
 func (r *Retirer) job(ctx context.Context, reader client.Reader, ns, name string) (*trainer.TrainJob, error) {
@@ -262,7 +292,7 @@ func describeRelease(reason string) string {
 	case ReasonFinished:
 		return "it finished"
 	case ReasonDeleted:
-		return "it is being deleted"
+		return "it was deleted"
 	case ReasonNeverCreated:
 		return "it was admitted but never created (its create failed after admission)"
 	case ReasonResumeNotApplied:

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -68,7 +69,7 @@ func TestRetirerReleasesDespiteAConflictingAdmission(t *testing.T) {
 			return c.Update(ctx, obj, opts...)
 		},
 	}).Build()
-	r := &Retirer{client: c, live: c, recorder: events.NewFakeRecorder(10), namespace: "mpiguard-system", now: func() time.Time { return now }}
+	r := &Retirer{client: c, live: c, recorder: events.NewFakeRecorder(10), namespace: "mpiguard-system", now: func() time.Time { return now }, deleted: lru.New(deletedJobs)}
 
 	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(res)}); err != nil {
 		t.Fatalf("Reconcile: %v", err)

@@ -37,9 +37,16 @@ const clockSkew = 5 * time.Second
 // decide is the pure decision for entry e, given its TrainJob as last seen
 // (nil when absent) and, per replicated job, its pods that exist. live says
 // whether job was read from the apiserver: only then may the absence of the
-// job, or a resume that never landed, release the entry.
-func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string]int32, now time.Time, live bool) verdict {
+// job, or a resume that never landed, release the entry. deleted says that
+// the deletion of the job with the entry's UID was seen: it existed and is
+// gone, so its entry goes at once instead of after its grace (a user who
+// deletes a job still waiting for its pods and submits it again is not
+// refused for the quota the deleted one held).
+func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string]int32, now time.Time, live, deleted bool) verdict {
 	if job == nil || (e.UID != "" && job.UID != e.UID) {
+		if deleted && e.UID != "" {
+			return verdict{release: ReasonDeleted}
+		}
 		if now.Before(heldUntil(e)) {
 			return verdict{recheck: heldUntil(e)}
 		}

@@ -70,7 +70,37 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decide(tc.entry, tc.job, tc.pods, now, tc.live); got != tc.want {
+			if got := decide(tc.entry, tc.job, tc.pods, now, tc.live, false); got != tc.want {
+				t.Errorf("decide = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecideAfterADeletion: an entry whose job was seen deleted goes at once,
+// within its grace, from the cache alone; one without a UID cannot be matched
+// to a deletion and waits for its grace.
+func TestDecideAfterADeletion(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	within := metav1.NewTime(now.Add(10 * time.Second))
+	entry := func(uid types.UID) *v1alpha1.ReservationEntry {
+		return &v1alpha1.ReservationEntry{TrainJob: "j", UID: uid, Operation: v1alpha1.OperationCreate, HoldUntil: within,
+			Parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 2}}}
+	}
+	reused := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "j", UID: "u2"}}
+	cases := []struct {
+		name  string
+		entry *v1alpha1.ReservationEntry
+		job   *trainer.TrainJob
+		want  verdict
+	}{
+		{"deleted before its pods existed", entry("u1"), nil, verdict{release: ReasonDeleted}},
+		{"deleted, its name already reused by another job", entry("u1"), reused, verdict{release: ReasonDeleted}},
+		{"an entry without a UID", entry(""), nil, verdict{recheck: within.Add(clockSkew)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decide(tc.entry, tc.job, nil, now, false, true); got != tc.want {
 				t.Errorf("decide = %+v, want %+v", got, tc.want)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -53,6 +54,32 @@ var _ = Describe("releasing reservations while creates keep coming", func() {
 		wg.Wait()
 		Eventually(func() []string { return env.ReservedJobs(ctx, ns) }).Should(BeEmpty(), "every job is suspended: no entry holds quota")
 		Expect(errors()-before).To(BeZero(), "a reconcile of the retiring controller failed: it lost a write to an admission")
+	})
+})
+
+var _ = Describe("a job deleted before its pods exist", func() {
+	It("gives back its quota as soon as its deletion is seen, not after the grace, so the job submitted again fits", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, gpuWorkers("deleted-"+ns, "1"))
+		// Room for one job of 2 Workers x 1 GPU.
+		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "2"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		job := func() *trainer.TrainJob {
+			return fixtures.TrainJob(ns, "retry-me", rt.Name).NumNodes(2).NumProcPerNode(1).Obj()
+		}
+		first := admitted(ctx, job())
+		Expect(env.ReservedJobs(ctx, ns)).To(ConsistOf("retry-me"), "no pods exist here: the admitted job holds its GPUs")
+		deleted := func() float64 {
+			return framework.Counter("mpiguard_quota_reservations_released_total", map[string]string{"reason": reservations.ReasonDeleted})
+		}
+		before := deleted()
+
+		Expect(env.Client.Delete(ctx, first)).To(Succeed())
+		Eventually(func() []string { return env.ReservedJobs(ctx, ns) }).Should(BeEmpty())
+		// Released because its deletion was seen, not because the grace
+		// passed without the job (NeverCreated): that is what frees the
+		// quota at once in a cluster whose grace is 30 s.
+		Expect(deleted()-before).To(Equal(1.0), "the entry was not released as Deleted")
+		Eventually(func() error { return env.Client.Create(ctx, job()) }).Should(Succeed(), "the job submitted again does not fit")
 	})
 })
 
