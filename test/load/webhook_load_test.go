@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"os"
 	"strconv"
 	"testing"
@@ -88,6 +89,11 @@ func BenchmarkWebhookHTTPS(b *testing.B) {
 		// A quota the jobs fit, so every request takes the quota path (reservations).
 		q := fixtures.ResourceQuota(ns.Name, "gpus", "requests.nvidia.com/gpu", "100000")
 		must(b, env.Client.Create(ctx, q))
+		// Synced as the quota controller (not running here) would: a quota
+		// whose status does not count what its spec limits is not decided
+		// against, and every MPI review would be told to retry.
+		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: fixtures.ResourceList("requests.nvidia.com/gpu", "0")}
+		must(b, env.Client.Status().Update(ctx, q))
 		nss = append(nss, ns.Name)
 	}
 	time.Sleep(time.Second) // let mpiguard's cache catch up
