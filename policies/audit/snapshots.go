@@ -85,10 +85,11 @@ func (s *snapshotReads) Snapshot(ctx context.Context, job *trainer.TrainJob) (cl
 	key := jobVersion{job.UID, job.ResourceVersion}
 	read, parsed, ok := s.remembered(key, kind)
 	if !ok {
-		if read, parsed, err = s.read(ctx, job, kind); err != nil {
+		var data map[string]string
+		if read, data, err = s.read(ctx, job); err != nil {
 			return nil, err
 		}
-		s.remember(key, read, parsed, kind)
+		parsed = s.remember(key, read, data, kind)
 	}
 	if read.meta == nil {
 		return nil, nil
@@ -117,32 +118,42 @@ func (s *snapshotReads) remembered(key jobVersion, kind string) (snapshotRead, p
 	return read, p.(pipeline.ParsedSnapshot), true
 }
 
-// read gets job's snapshot from the apiserver.
-func (s *snapshotReads) read(ctx context.Context, job *trainer.TrainJob, kind string) (snapshotRead, pipeline.ParsedSnapshot, error) {
+// read gets job's snapshot from the apiserver: what to remember of it, and
+// its data.
+func (s *snapshotReads) read(ctx context.Context, job *trainer.TrainJob) (snapshotRead, map[string]string, error) {
 	at := s.now()
 	cm := &corev1.ConfigMap{}
 	err := s.live.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: pipeline.SnapshotName(job)}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		return snapshotRead{at: at}, pipeline.ParsedSnapshot{}, nil
+		return snapshotRead{at: at}, nil, nil
 	case err != nil:
-		return snapshotRead{}, pipeline.ParsedSnapshot{}, fmt.Errorf("reading the runtime snapshot ConfigMap %s/%s: %w", job.Namespace, pipeline.SnapshotName(job), err)
+		return snapshotRead{}, nil, fmt.Errorf("reading the runtime snapshot ConfigMap %s/%s: %w", job.Namespace, pipeline.SnapshotName(job), err)
 	}
 	// Only what the Trainer's checks read is kept of the ConfigMap.
 	meta := &metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}
 	if owner := metav1.GetControllerOfNoCopy(cm); owner != nil {
 		meta.OwnerReferences = []metav1.OwnerReference{*owner}
 	}
-	return snapshotRead{at: at, meta: meta, content: pipeline.SnapshotContent(cm.Data)}, pipeline.ParseSnapshot(cm.Data, kind), nil
+	return snapshotRead{at: at, meta: meta, content: pipeline.SnapshotContent(cm.Data)}, cm.Data, nil
 }
 
-func (s *snapshotReads) remember(key jobVersion, read snapshotRead, parsed pipeline.ParsedSnapshot, kind string) {
+// remember keeps read for key and returns the parsed content of data: parsed
+// only when no other job's snapshot had the same content (a job's first read
+// is then a GET, not also a YAML parse).
+func (s *snapshotReads) remember(key jobVersion, read snapshotRead, data map[string]string, kind string) pipeline.ParsedSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jobs.Add(key, read)
-	if read.meta != nil {
-		s.contents.Add(read.content+"/"+kind, parsed)
+	if read.meta == nil {
+		return pipeline.ParsedSnapshot{}
 	}
+	if p, ok := s.contents.Get(read.content + "/" + kind); ok {
+		return p.(pipeline.ParsedSnapshot)
+	}
+	parsed := pipeline.ParseSnapshot(data, kind)
+	s.contents.Add(read.content+"/"+kind, parsed)
+	return parsed
 }
 
 // snapshotCluster is a ClientCluster whose snapshots audit reads through

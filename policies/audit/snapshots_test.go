@@ -118,7 +118,11 @@ func TestSnapshotReadsCheckEachJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	parsedFirst := parsedContent(t, s, f.cm)
 	_, err = s.Snapshot(ctx, other)
+	if parsedContent(t, s, f.cm) != parsedFirst {
+		t.Errorf("the same content was parsed again for another job")
+	}
 	var refused *pipeline.SnapshotError
 	if !errors.As(err, &refused) || refused.Reason != "invalid runtime snapshot: a snapshot configmap exists but is owned by another object" {
 		t.Fatalf("another job's snapshot: %v, want the Trainer's refusal", err)
@@ -131,4 +135,14 @@ func TestSnapshotReadsCheckEachJob(t *testing.T) {
 	if err != nil || again.GetName() != "mpi" {
 		t.Errorf("a caller's change reached what is remembered: %v, %v", again, err)
 	}
+}
+
+// parsedContent returns the runtime s parsed from the snapshot data of cm.
+func parsedContent(t *testing.T, s *snapshotReads, cm *corev1.ConfigMap) client.Object {
+	t.Helper()
+	v, ok := s.contents.Get(pipeline.SnapshotContent(cm.Data) + "/" + trainer.ClusterTrainingRuntimeKind)
+	if !ok {
+		t.Fatalf("the content of %s was not parsed", cm.Name)
+	}
+	return v.(pipeline.ParsedSnapshot).Runtime
 }
