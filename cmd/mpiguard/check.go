@@ -117,6 +117,9 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	if err != nil {
 		return &exitError{2, err}
 	}
+	// Every document is validated: judging the jobs needs none of the
+	// validators, whose memory would otherwise be carried to the end.
+	render.ForgetValidation()
 	jobs := 0
 	for _, cluster := range clusters {
 		for _, ignored := range cluster.Ignored {
