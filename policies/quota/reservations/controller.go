@@ -2,6 +2,7 @@ package reservations
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -112,10 +113,14 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 		return reconcile.Result{}, err
 	}
-	if err := checkFormat(res); err != nil {
-		// A newer replica's object: its own leader retires its entries.
-		ctrl.LoggerFrom(ctx).Info("not retiring entries", "reason", err.Error())
-		return reconcile.Result{}, nil
+	if err := checkReadable(res); err != nil {
+		var newer *NewerFormatError
+		if errors.As(err, &newer) {
+			// A newer replica's object: its own leader retires its entries.
+			ctrl.LoggerFrom(ctx).Info("not retiring entries", "reason", err.Error())
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err // edited by hand: nothing is retired until it is mended
 	}
 	ns := res.Spec.Namespace
 	now := r.now()
@@ -225,7 +230,7 @@ func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, r
 			if err := r.live.Get(ctx, client.ObjectKeyFromObject(res), fresh); err != nil {
 				return err
 			}
-			if err := checkFormat(fresh); err != nil {
+			if err := checkReadable(fresh); err != nil {
 				return err
 			}
 			res = fresh

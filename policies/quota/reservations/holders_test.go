@@ -43,7 +43,8 @@ func jobSetOf(job string, uid types.UID) metav1.PartialObjectMetadata {
 // entry holds 1 launcher pod and `workers` Worker pods of 4 GPUs each against quota "q".
 func entry(job string, workers int32) v1alpha1.ReservationEntry {
 	gpus := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}
-	return v1alpha1.ReservationEntry{TrainJob: job, Parts: []v1alpha1.ReservedPart{
+	admitted := metav1.NewTime(time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC))
+	return v1alpha1.ReservationEntry{TrainJob: job, Operation: v1alpha1.OperationCreate, AdmittedAt: admitted, HoldUntil: admitted, Parts: []v1alpha1.ReservedPart{
 		{ReplicatedJob: "launcher", Pods: 1, Quotas: []v1alpha1.QuotaCharge{{Quota: "q", PerPod: corev1.ResourceList{"pods": resource.MustParse("1")}}}},
 		{ReplicatedJob: "node", Pods: workers, Quotas: []v1alpha1.QuotaCharge{{Quota: "q", PerPod: gpus}}},
 	}}

@@ -39,23 +39,23 @@ func compact(res *v1alpha1.QuotaReservation) {
 }
 
 // expand puts back into each part of res the shapes it refers to, so every
-// reader sees parts inline. A part whose index is out of a table keeps no
-// usage: it charges nothing rather than another part's (the apiserver
-// validates the index's sign; only a hand edit could break it). res is
-// modified.
+// reader sees parts inline. Readers call it after checkReadable, which
+// refuses an index out of its table (only a hand edit makes one); a part
+// whose index is out of its table anyway keeps no usage rather than
+// another part's. res is modified.
 func expand(res *v1alpha1.QuotaReservation) {
 	for i := range res.Spec.Entries {
 		parts := res.Spec.Entries[i].Parts
 		for j := range parts {
 			p := &parts[j]
 			if p.Shape != nil {
-				if k := int(*p.Shape); k < len(res.Spec.PodShapes) {
+				if k := int(*p.Shape); k >= 0 && k < len(res.Spec.PodShapes) {
 					res.Spec.PodShapes[k].DeepCopyInto(&p.PodShape)
 				}
 				p.Shape = nil
 			}
 			if p.ObjectsShape != nil {
-				if k := int(*p.ObjectsShape); k < len(res.Spec.ObjectShapes) {
+				if k := int(*p.ObjectsShape); k >= 0 && k < len(res.Spec.ObjectShapes) {
 					p.Objects = res.Spec.ObjectShapes[k].DeepCopy()
 				}
 				p.ObjectsShape = nil

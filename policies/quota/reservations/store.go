@@ -110,7 +110,7 @@ func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1
 		}
 		s.mu.Unlock()
 	}
-	if err := checkFormat(got); err != nil {
+	if err := checkReadable(got); err != nil {
 		return nil, err
 	}
 	expand(got) // every part inline for the readers (shapes.go)

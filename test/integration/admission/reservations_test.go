@@ -142,6 +142,42 @@ var _ = Describe("quota reservations", func() {
 		admitted(ctx, fixtures.TrainJob(ns, "fits", tib.Name).NumNodes(255).NumProcPerNode(1).Obj())
 	})
 
+	It("refuse to decide on an entry edited by hand into one that gives quota back, naming the field, until it is mended", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, gpuWorkers("hand-edit-"+ns, "4"))
+		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "16"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		admitted(ctx, fixtures.TrainJob(ns, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+
+		// spec.entries has no schema in the CRD (the apiserver's per-entry
+		// validation cost more than the rest of a create): the apiserver
+		// stores a negative pod count, and mpiguard must not read it as 8
+		// GPUs given back.
+		workers := -1
+		setWorkerPods := func(pods int32) {
+			GinkgoHelper()
+			res := env.Reservation(ctx, ns)
+			for i, p := range res.Spec.Entries[0].Parts {
+				if p.ReplicatedJob == "node" {
+					workers = i
+					res.Spec.Entries[0].Parts[i].Pods = pods
+				}
+			}
+			Expect(env.Client.Update(ctx, res)).To(Succeed())
+		}
+		setWorkerPods(-2)
+		second := func() *trainer.TrainJob {
+			return fixtures.TrainJob(ns, "second", rt.Name).NumNodes(4).NumProcPerNode(4).Obj() // 16 GPUs: fits only if the first's 8 are given back
+		}
+		field := fmt.Sprintf("spec.entries[0].parts[%d].pods", workers)
+		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
+			Should(MatchError(And(ContainSubstring(field), ContainSubstring("edited by hand"), ContainSubstring("kubectl edit quotareservation"))),
+				"a create decided on the hand-broken entry")
+
+		setWorkerPods(2)
+		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
+			Should(MatchError(ContainSubstring("[aggregate-quota]")), "once mended, the first job's 8 GPUs count again")
+	})
+
 	It("decide a dry run without reserving anything", func(ctx context.Context) {
 		ns := env.Namespace(ctx, nil)
 		rt := createRuntime(ctx, gpuWorkers("dry-run-"+ns, "4"))

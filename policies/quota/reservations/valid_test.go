@@ -1,0 +1,114 @@
+package reservations
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+// validEntries refuses what the CRD's schema refused before spec.entries
+// lost it, and shape indexes out of their tables, naming each field.
+func TestValidEntries(t *testing.T) {
+	entries := field.NewPath("spec", "entries")
+	part := entries.Index(0).Child("parts").Index(0)
+	tests := []struct {
+		name string
+		edit func(*v1alpha1.QuotaReservation)
+		want field.ErrorList
+	}{
+		{name: "as mpiguard writes it", edit: func(*v1alpha1.QuotaReservation) {}},
+		{
+			name: "no job, an unknown operation, no times",
+			edit: func(r *v1alpha1.QuotaReservation) {
+				e := &r.Spec.Entries[0]
+				e.TrainJob, e.Operation = "", "DELETE"
+				e.AdmittedAt, e.HoldUntil = metav1.Time{}, metav1.Time{}
+			},
+			want: field.ErrorList{
+				field.Required(entries.Index(0).Child("trainJob"), ""),
+				field.NotSupported(entries.Index(0).Child("operation"), "DELETE", []string{"CREATE", "UPDATE"}),
+				field.Required(entries.Index(0).Child("admittedAt"), ""),
+				field.Required(entries.Index(0).Child("holdUntil"), ""),
+			},
+		},
+		{
+			name: "negative counts and amounts",
+			edit: func(r *v1alpha1.QuotaReservation) {
+				p := &r.Spec.Entries[0].Parts[0]
+				p.Pods, p.Jobs = -1, -2
+				p.Quotas[0].PerPod = corev1.ResourceList{"pods": resource.MustParse("-1")}
+			},
+			want: field.ErrorList{
+				field.Invalid(part.Child("pods"), int32(-1), "must be at least 0"),
+				field.Invalid(part.Child("jobs"), int32(-2), "must be at least 0"),
+				field.Invalid(part.Child("quotas").Index(0).Child("perPod").Key("pods"), "-1", "must not be negative"),
+			},
+		},
+		{
+			name: "shape indexes out of their tables",
+			edit: func(r *v1alpha1.QuotaReservation) {
+				p := &r.Spec.Entries[0].Parts[0]
+				p.Shape, p.ObjectsShape = ptr.To(int32(-1)), ptr.To(int32(0))
+			},
+			want: field.ErrorList{
+				field.Invalid(part.Child("shape"), int32(-1), "must be an index of spec.podShapes (0)"),
+				field.Invalid(part.Child("objectsShape"), int32(0), "must be an index of spec.objectShapes (0)"),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{entry("a", 2)}}}
+			tt.edit(res)
+			if diff := cmp.Diff(tt.want, validEntries(res)); diff != "" {
+				t.Errorf("validEntries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An object edited by hand into one mpiguard would not write is refused on
+// every read, live or cached, with the field and how to mend it: never
+// decided on as if the broken entry charged nothing.
+func TestInvalidEntriesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	s, c := newFakeStore(t)
+	empty, err := s.Get(ctx, "team-a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.put(ctx, empty, entry("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	edited := &v1alpha1.QuotaReservation{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: "team-a"}, edited); err != nil {
+		t.Fatal(err)
+	}
+	edited.Spec.Entries[0].Parts[1].Pods = -4 // as a hand edit could now store it
+	if err := c.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	for _, live := range []bool{true, false} {
+		_, err := s.Get(ctx, "team-a", live)
+		var invalid *InvalidError
+		if !errors.As(err, &invalid) {
+			t.Fatalf("Get(live=%v) of a hand-broken object = %v, want an *InvalidError", live, err)
+		}
+		for _, want := range []string{"spec.entries[0].parts[1].pods", "kubectl edit quotareservation -n mpiguard-system team-a"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %q", err, want)
+			}
+		}
+	}
+}
