@@ -41,11 +41,13 @@ func checkReadable(res *v1alpha1.QuotaReservation) error {
 // what the CRD's schema would check of its entries if it had one, and that
 // every shape index is in its table. spec.entries is schemaless
 // (x-kubernetes-preserve-unknown-fields) because validating, pruning and
-// coercing every entry on every write cost the apiserver more CPU than the
-// rest of a create with a reservation: with 400-500 entries waiting,
+// coercing every entry on every write cost the apiserver a fifth of its CPU
+// per create with a reservation with up to 20 entries, and more than half
+// with 400-500: with 400-500 entries waiting,
 // sequential creates went from 171-184 ms to 110-125 ms p50 and the
 // apiserver's CPU per create from 226-236 ms to 90-107 ms; with at most 20,
-// 22.2-24.0 ms to 19.7-21.5 ms (docs/performance.md, "Entries without a
+// 22.2-24.0 ms to 19.6-21.5 ms, and a burst of 500 from 6.0-6.8 s to
+// 4.7-5.5 s p99 (docs/performance.md, "Entries without a
 // schema"). A type mismatch fails the decode itself (client-go names the
 // field); what decodes but is wrong would charge a wrong amount, so it is
 // refused here, never read as zero.

@@ -149,7 +149,7 @@ var _ = Describe("quota reservations", func() {
 		admitted(ctx, fixtures.TrainJob(ns, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
 
 		// spec.entries has no schema in the CRD (the apiserver's per-entry
-		// validation cost more than the rest of a create): the apiserver
+		// validation cost most of a create's time with hundreds of entries): the apiserver
 		// stores a negative pod count, and mpiguard must not read it as 8
 		// GPUs given back.
 		workers := -1
