@@ -120,7 +120,10 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			ctrl.LoggerFrom(ctx).Info("not retiring entries", "reason", err.Error())
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, err // edited by hand: nothing is retired until it is mended
+		// Edited by hand: nothing is retired until it is mended, and
+		// admissions in its namespace refuse with the same words.
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, ReasonInvalidEntries, "Retire", "%v", err)
+		return reconcile.Result{}, err
 	}
 	ns := res.Spec.Namespace
 	now := r.now()

@@ -12,6 +12,10 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
+// ReasonInvalidEntries is the Warning Event on a QuotaReservation whose
+// entries are not as mpiguard writes them (InvalidError).
+const ReasonInvalidEntries = "InvalidEntries"
+
 // InvalidError says a QuotaReservation's entries are not as mpiguard writes
 // them: the apiserver does not validate them (spec.entries has no schema in
 // the CRD, see validEntries), so only a hand edit can make one.

@@ -16,6 +16,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -172,6 +173,17 @@ var _ = Describe("quota reservations", func() {
 		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
 			Should(MatchError(And(ContainSubstring(field), ContainSubstring("edited by hand"), ContainSubstring("kubectl edit quotareservation"))),
 				"a create decided on the hand-broken entry")
+		Eventually(func() []string {
+			var events corev1.EventList
+			Expect(env.Client.List(ctx, &events, client.InNamespace(env.PolicyNamespace))).To(Succeed())
+			var out []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == ns && e.Reason == reservations.ReasonInvalidEntries {
+					out = append(out, e.Message)
+				}
+			}
+			return out
+		}).Should(ContainElement(ContainSubstring(field)), "no Warning Event on the QuotaReservation saying which field")
 
 		setWorkerPods(2)
 		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
