@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -226,7 +227,14 @@ func waitLeader(ctx context.Context, replicas []*Replica) error {
 // freeLoopbackPorts returns n distinct ports on host that nothing listens on
 // and that are not taken (envtest's webhook port, reserved for the proxy);
 // the replicas' webhook servers bind them right after. Every listener stays
-// open until all are found, so the kernel cannot hand out one port twice.
+// open until all are found, so no port is returned twice.
+//
+// They are picked from fixedPorts, below the kernel's ephemeral range
+// (ip_local_port_range, 32768-60999 by default), not by listening on port 0:
+// the kernel gives every outgoing connection (the control plane's, the
+// clients') a source port from the ephemeral range, and a port picked there
+// and closed could be taken by one of them before its component binds it
+// (CI saw a replica's metrics server fail with "address already in use").
 func freeLoopbackPorts(host string, n int, taken int) (ports []int, err error) {
 	var held []net.Listener
 	defer func() {
@@ -234,15 +242,24 @@ func freeLoopbackPorts(host string, n int, taken int) (ports []int, err error) {
 			err = errors.Join(err, l.Close())
 		}
 	}()
-	for len(ports) < n {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("no free port on %s in %d-%d after %d tries", host, fixedPorts.first, fixedPorts.last, tries)
+		}
+		port := fixedPorts.first + rand.IntN(fixedPorts.last-fixedPorts.first+1)
+		if port == taken {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
-			return nil, err
+			continue // in use
 		}
 		held = append(held, l)
-		if port := l.Addr().(*net.TCPAddr).Port; port != taken {
-			ports = append(ports, port)
-		}
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
+
+// fixedPorts is where freeLoopbackPorts picks: registered ports no common
+// service uses on a test machine, below the ephemeral range.
+var fixedPorts = struct{ first, last int }{20000, 32767}
