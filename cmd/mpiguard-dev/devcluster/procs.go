@@ -46,7 +46,9 @@ func ReadProcStat(pid int) (ProcStat, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return ProcStat{}, fmt.Errorf("/proc/%d/stat: utime or stime: %w", pid, err)
 	}
-	// In clock ticks: USER_HZ is 100 on Linux.
+	// In clock ticks of USER_HZ, which the kernel fixes at 100 for user
+	// space (include/asm-generic/param.h; only alpha and ia64 differ, where
+	// Go does not run), whatever its internal HZ.
 	cpu := time.Duration(utime+stime) * 10 * time.Millisecond
 	return ProcStat{State: string(f[0]), PPID: ppid, StartTime: string(f[19]), CPU: cpu}, nil
 }

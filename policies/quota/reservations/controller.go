@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -55,6 +56,11 @@ type Retirer struct {
 	// bound only limits memory (a leader that did not see a deletion waits
 	// for the entry's grace, as before).
 	deleted *lru.Cache
+	// reported is, per QuotaReservation name, the resourceVersion of it this
+	// leader said it cannot read (a newer format, a hand edit): it is
+	// reconciled on every pod event of its namespace, and one log line (and
+	// Event) per version of the object says it.
+	reported sync.Map
 }
 
 // deletedJobs bounds the deletions remembered: far more than the entries a
@@ -114,17 +120,20 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, err
 	}
 	if err := checkReadable(res); err != nil {
-		var newer *NewerFormatError
-		if errors.As(err, &newer) {
-			// A newer replica's object: its own leader retires its entries.
+		// A newer replica's object: its own leader retires its entries.
+		// One edited by hand: nothing is retired until it is mended (the
+		// edit is a new generation, reconciled), and admissions in its
+		// namespace refuse with the same words.
+		if prev, seen := r.reported.Swap(res.Name, res.ResourceVersion); !seen || prev != res.ResourceVersion {
 			ctrl.LoggerFrom(ctx).Info("not retiring entries", "reason", err.Error())
-			return reconcile.Result{}, nil
+			var invalid *InvalidError
+			if errors.As(err, &invalid) {
+				r.recorder.Eventf(res, nil, corev1.EventTypeWarning, ReasonInvalidEntries, "Retire", "%v", err)
+			}
 		}
-		// Edited by hand: nothing is retired until it is mended, and
-		// admissions in its namespace refuse with the same words.
-		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, ReasonInvalidEntries, "Retire", "%v", err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, nil
 	}
+	r.reported.Delete(res.Name)
 	ns := res.Spec.Namespace
 	now := r.now()
 	existing, err := ReadExisting(ctx, r.client, ns, now)

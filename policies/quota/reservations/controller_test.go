@@ -2,6 +2,7 @@ package reservations
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +88,65 @@ func TestRetirerReleasesDespiteAConflictingAdmission(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"waiting", "admitted-meanwhile"}, jobs); diff != "" {
 		t.Errorf("entries after the reconcile (-want +got):\n%s", diff)
+	}
+}
+
+// A QuotaReservation edited by hand is reconciled on every pod event of its
+// namespace: the leader says once per version of the object that it cannot
+// retire there (a Warning Event, a log line), not on every reconcile.
+func TestRetirerReportsAnUnreadableObjectOncePerVersion(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	broken := entry("edited", 1)
+	broken.Parts[1].Pods = -1
+	res := &v1alpha1.QuotaReservation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mpiguard-system", Name: "team-a"},
+		Spec:       v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{broken}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(res).Build()
+	recorder := events.NewFakeRecorder(10)
+	r := &Retirer{client: c, live: c, recorder: recorder, namespace: "mpiguard-system", now: time.Now, deleted: lru.New(deletedJobs)}
+	reconcileTimes := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(res)}); err != nil {
+				t.Fatalf("Reconcile: %v (nothing a retry mends)", err)
+			}
+		}
+	}
+	eventsSoFar := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-recorder.Events:
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+
+	reconcileTimes(3)
+	got := eventsSoFar()
+	if len(got) != 1 || !strings.Contains(got[0], ReasonInvalidEntries) || !strings.Contains(got[0], "spec.entries[0].parts[1].pods") {
+		t.Fatalf("events after 3 reconciles of one version: %q, want one %s naming the field", got, ReasonInvalidEntries)
+	}
+
+	var cur v1alpha1.QuotaReservation
+	if err := c.Get(ctx, client.ObjectKeyFromObject(res), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Entries[0].Parts[1].Pods = -2 // edited again, still broken
+	if err := c.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTimes(2)
+	if got := eventsSoFar(); len(got) != 1 {
+		t.Errorf("events after the object changed: %q, want one more", got)
 	}
 }
