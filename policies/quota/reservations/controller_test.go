@@ -31,12 +31,7 @@ import (
 // a stream of creates, entries of deleted jobs were never released.
 func TestRetirerReleasesDespiteAConflictingAdmission(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := retirerScheme(t)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	held := func(job string, uid types.UID, until time.Time) v1alpha1.ReservationEntry {
 		e := entry(job, 1)
@@ -96,12 +91,7 @@ func TestRetirerReleasesDespiteAConflictingAdmission(t *testing.T) {
 // retire there (a Warning Event, a log line), not on every reconcile.
 func TestRetirerReportsAnUnreadableObjectOncePerVersion(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := retirerScheme(t)
 	broken := entry("edited", 1)
 	broken.Parts[1].Pods = -1
 	res := &v1alpha1.QuotaReservation{
@@ -149,4 +139,16 @@ func TestRetirerReportsAnUnreadableObjectOncePerVersion(t *testing.T) {
 	if got := eventsSoFar(); len(got) != 1 {
 		t.Errorf("events after the object changed: %q, want one more", got)
 	}
+}
+
+// retirerScheme has the kinds the retirer reads.
+func retirerScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scheme
 }

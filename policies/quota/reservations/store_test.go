@@ -26,6 +26,21 @@ func newFakeStore(t *testing.T) (*Store, client.Client) {
 	return NewStore(c, c, c, "mpiguard-system"), c
 }
 
+// storeHolding is a store over a fake client whose namespace ns holds e,
+// written as admission writes it.
+func storeHolding(t *testing.T, ns string, e v1alpha1.ReservationEntry) (*Store, client.Client) {
+	t.Helper()
+	s, c := newFakeStore(t)
+	empty, err := s.Get(context.Background(), ns, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.put(context.Background(), empty, e); err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
 // Two deciders that read the same state cannot both write: the second write
 // carries a stale resourceVersion and conflicts.
 func TestPutConflictsOnAStaleRead(t *testing.T) {
@@ -113,14 +128,7 @@ func named(name string) *trainer.TrainJob {
 // fields this build does not know; this build writes its own format.
 func TestNewerFormatIsRefused(t *testing.T) {
 	ctx := context.Background()
-	s, c := newFakeStore(t)
-	empty, err := s.Get(ctx, "team-a", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.put(ctx, empty, entry("a", 1)); err != nil {
-		t.Fatal(err)
-	}
+	s, c := storeHolding(t, "team-a", entry("a", 1))
 	written, err := s.Get(ctx, "team-a", true)
 	if err != nil {
 		t.Fatal(err)

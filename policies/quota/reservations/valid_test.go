@@ -83,14 +83,7 @@ func TestValidEntries(t *testing.T) {
 // decided on as if the broken entry charged nothing.
 func TestInvalidEntriesAreRefused(t *testing.T) {
 	ctx := context.Background()
-	s, c := newFakeStore(t)
-	empty, err := s.Get(ctx, "team-a", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.put(ctx, empty, entry("a", 1)); err != nil {
-		t.Fatal(err)
-	}
+	s, c := storeHolding(t, "team-a", entry("a", 1))
 	edited := &v1alpha1.QuotaReservation{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: "team-a"}, edited); err != nil {
 		t.Fatal(err)
