@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -188,6 +189,34 @@ var _ = Describe("quota reservations", func() {
 		setWorkerPods(2)
 		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("[aggregate-quota]")), "once mended, the first job's 8 GPUs count again")
+	})
+
+	It("refuse to decide on an entry edited by hand into a value of the wrong type, and only in its namespace", func(ctx context.Context) {
+		broken, other := env.Namespace(ctx, nil), env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, gpuWorkers("wrong-type-"+broken, "4"))
+		for _, ns := range []string{broken, other} {
+			createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "64"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+			admitted(ctx, fixtures.TrainJob(ns, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+		}
+		// Without a schema for spec.entries the apiserver stores a string
+		// where mpiguard wrote a pod count; the decode itself fails, and
+		// says where.
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(quotav1alpha1.GroupVersion.WithKind("QuotaReservation"))
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: broken}, u)).To(Succeed())
+		entries, _, err := unstructured.NestedSlice(u.Object, "spec", "entries")
+		Expect(err).NotTo(HaveOccurred())
+		entries[0].(map[string]any)["parts"].([]any)[0].(map[string]any)["pods"] = "two"
+		Expect(unstructured.SetNestedSlice(u.Object, entries, "spec", "entries")).To(Succeed())
+		Expect(env.Client.Update(ctx, u)).To(Succeed())
+
+		// A real create: the cache keeps the last version it could decode
+		// (a dry run is decided on that), the write conflicts, and the live
+		// read fails.
+		Eventually(func() error {
+			return env.Client.Create(ctx, fixtures.TrainJob(broken, "second", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+		}).Should(MatchError(ContainSubstring("spec.entries.parts.pods")), "a create decided on an object mpiguard cannot read")
+		admitted(ctx, fixtures.TrainJob(other, "second", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
 	})
 
 	It("decide a dry run without reserving anything", func(ctx context.Context) {
