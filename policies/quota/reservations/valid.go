@@ -17,8 +17,7 @@ import (
 const ReasonInvalidEntries = "InvalidEntries"
 
 // InvalidError says a QuotaReservation's entries are not as mpiguard writes
-// them: the apiserver does not validate them (spec.entries has no schema in
-// the CRD, see validEntries), so only a hand edit can make one.
+// them: only a hand edit can make one that the CRD's schema lets through.
 type InvalidError struct {
 	Key  client.ObjectKey
 	Errs field.ErrorList
@@ -42,19 +41,14 @@ func checkReadable(res *v1alpha1.QuotaReservation) error {
 }
 
 // validEntries checks, of res as stored (parts refer to shapes by index),
-// what the CRD's schema would check of its entries if it had one, and that
-// every shape index is in its table. spec.entries is schemaless
-// (x-kubernetes-preserve-unknown-fields) because validating, pruning and
-// coercing every entry on every write cost the apiserver a fifth of its CPU
-// per create with a reservation with up to 20 entries, and more than half
-// with 400-500: with 400-500 entries waiting,
-// sequential creates went from 171-184 ms to 110-125 ms p50 and the
-// apiserver's CPU per create from 226-236 ms to 90-107 ms; with at most 20,
-// 22.2-24.0 ms to 19.6-21.5 ms, and a burst of 500 from 6.0-6.8 s to
-// 4.7-5.5 s p99 (docs/performance.md, "Entries without a
-// schema"). A type mismatch fails the decode itself (client-go names the
-// field); what decodes but is wrong would charge a wrong amount, so it is
-// refused here, never read as zero.
+// what the CRD's schema checks of its entries (so that mpiguard never reads
+// one as written if the schema is ever relaxed) and what it cannot: that
+// every shape index is in its table. What decodes but is wrong would charge
+// a wrong amount, so it is refused here, never read as zero. The schema
+// stays although it costs the apiserver much of a create's CPU
+// (docs/performance.md, "Entries without a schema"): without it, a value of
+// the wrong type would fail the decode of the object, and with it
+// mpiguard's informer of QuotaReservations in every namespace.
 func validEntries(res *v1alpha1.QuotaReservation) field.ErrorList {
 	var errs field.ErrorList
 	entries := field.NewPath("spec", "entries")

@@ -17,8 +17,8 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
-// validEntries refuses what the CRD's schema refused before spec.entries
-// lost it, and shape indexes out of their tables, naming each field.
+// validEntries refuses what the CRD's schema refuses, and shape indexes out
+// of their tables, which it cannot, naming each field.
 func TestValidEntries(t *testing.T) {
 	entries := field.NewPath("spec", "entries")
 	part := entries.Index(0).Child("parts").Index(0)
@@ -88,7 +88,7 @@ func TestInvalidEntriesAreRefused(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: "team-a"}, edited); err != nil {
 		t.Fatal(err)
 	}
-	edited.Spec.Entries[0].Parts[1].Pods = -4 // as a hand edit could now store it
+	edited.Spec.Entries[0].Parts[1].Pods = -4 // the fake client has no schema to refuse it
 	if err := c.Update(ctx, edited); err != nil {
 		t.Fatal(err)
 	}

@@ -63,16 +63,17 @@ type QuotaReservationSpec struct {
 	// +listType=atomic
 	// +optional
 	ObjectShapes []corev1.ResourceList `json:"objectShapes,omitempty"`
-	// entries, one per TrainJob name (ReservationEntry). mpiguard replaces
-	// the list whole on every write (with the resourceVersion it read). It
-	// has no schema in the CRD: the apiserver's validation, pruning and
-	// coercion of every entry on every write cost it a fifth of its CPU per
-	// create with a reservation with up to 20 entries, more than half with
-	// 400-500 (docs/performance.md). mpiguard checks on every read what the schema would
-	// (the markers of ReservationEntry, and that shape indexes are in their
-	// tables), and refuses to decide on an object that fails.
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// entries, one per TrainJob name. An atomic list: mpiguard replaces it
+	// whole on every write (with the resourceVersion it read), and per-entry
+	// field ownership would make every write of a large namespace's object
+	// cost the apiserver a managedFields merge over every entry. Its schema
+	// costs the apiserver a fifth of its CPU per create with a reservation
+	// with up to 20 entries, more than half with 400-500 (docs/performance.md,
+	// "Entries without a schema"), but keeps a value of the wrong type out:
+	// one would stop mpiguard's informer of these objects in every
+	// namespace. mpiguard checks on every read what the schema cannot
+	// (reservations.validEntries: shape indexes in their tables).
+	// +listType=atomic
 	// +optional
 	Entries []ReservationEntry `json:"entries,omitempty"`
 }
