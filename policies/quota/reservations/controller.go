@@ -115,6 +115,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		if apierrors.IsNotFound(err) {
 			entriesHeld.DeleteLabelValues(req.Name)
 			forgetReserved(req.Name)
+			r.reported.Delete(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err

@@ -2,7 +2,6 @@ package reservations
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,13 +98,21 @@ func validPart(res *v1alpha1.QuotaReservation, p *v1alpha1.ReservedPart, path *f
 	return errs
 }
 
-// nonNegative refuses a negative amount: it would give quota back.
+// nonNegative refuses a negative amount: it would give quota back. Every
+// quota decision reads every entry, so nothing is allocated unless an
+// amount is negative (then the names are sorted, for a stable message).
 func nonNegative(list corev1.ResourceList, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, name := range slices.Sorted(maps.Keys(list)) {
-		if q := list[name]; q.Sign() < 0 {
-			errs = append(errs, field.Invalid(path.Key(string(name)), q.String(), "must not be negative"))
+	var negative []corev1.ResourceName
+	for name, q := range list {
+		if q.Sign() < 0 {
+			negative = append(negative, name)
 		}
+	}
+	slices.Sort(negative)
+	var errs field.ErrorList
+	for _, name := range negative {
+		q := list[name]
+		errs = append(errs, field.Invalid(path.Key(string(name)), q.String(), "must not be negative"))
 	}
 	return errs
 }
