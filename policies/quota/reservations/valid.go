@@ -33,6 +33,12 @@ func checkReadable(res *v1alpha1.QuotaReservation) error {
 	if err := checkFormat(res); err != nil {
 		return err
 	}
+	if d := res.Spec.DecodeError; d != nil {
+		// A value of the wrong type where the CRD keeps no schema.
+		return &InvalidError{Key: client.ObjectKeyFromObject(res), Errs: field.ErrorList{
+			{Type: field.ErrorTypeInvalid, Field: d.Field, BadValue: field.OmitValueType{}, Detail: d.Message},
+		}}
+	}
 	if errs := validEntries(res); len(errs) > 0 {
 		return &InvalidError{Key: client.ObjectKeyFromObject(res), Errs: errs}
 	}
@@ -40,14 +46,10 @@ func checkReadable(res *v1alpha1.QuotaReservation) error {
 }
 
 // validEntries checks, of res as stored (parts refer to shapes by index),
-// what the CRD's schema checks of its entries (so that mpiguard never reads
-// one as written if the schema is ever relaxed) and what it cannot: that
-// every shape index is in its table. What decodes but is wrong would charge
-// a wrong amount, so it is refused here, never read as zero. The schema
-// stays although it costs the apiserver much of a create's CPU
-// (docs/performance.md, "Entries without a schema"): without it, a value of
-// the wrong type would fail the decode of the object, and with it
-// mpiguard's informer of QuotaReservations in every namespace.
+// what a schema would check of its entries (the CRD keeps none for them,
+// quotareservation_types.go) and what one cannot: that every shape index is
+// in its table. What decodes but is wrong would charge a wrong amount, so it
+// is refused here, never read as zero.
 func validEntries(res *v1alpha1.QuotaReservation) field.ErrorList {
 	var errs field.ErrorList
 	entries := field.NewPath("spec", "entries")

@@ -2,6 +2,7 @@ package reservations
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -17,8 +18,8 @@ import (
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
-// validEntries refuses what the CRD's schema refuses, and shape indexes out
-// of their tables, which it cannot, naming each field.
+// validEntries refuses what a schema would, and shape indexes out of their
+// tables, which one cannot, naming each field.
 func TestValidEntries(t *testing.T) {
 	entries := field.NewPath("spec", "entries")
 	part := entries.Index(0).Child("parts").Index(0)
@@ -103,6 +104,27 @@ func TestInvalidEntriesAreRefused(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not name %q", err, want)
 			}
+		}
+	}
+}
+
+// An object whose spec did not decode (a value of the wrong type, which the
+// CRD lets through) is refused naming the entry, never read as empty.
+func TestUndecodableSpecIsRefused(t *testing.T) {
+	stored := `{"metadata":{"name":"team-a","namespace":"mpiguard-system"},"spec":{"namespace":"team-a","entries":[
+		{"trainJob":"a","operation":"CREATE","admittedAt":"2026-11-27T03:00:00Z","holdUntil":"2026-11-27T03:01:00Z","parts":[{"pods":"two"}]}]}}`
+	res := &v1alpha1.QuotaReservation{}
+	if err := json.Unmarshal([]byte(stored), res); err != nil {
+		t.Fatal(err)
+	}
+	err := checkReadable(res)
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) {
+		t.Fatalf("checkReadable = %v, want an *InvalidError", err)
+	}
+	for _, want := range []string{"spec.entries[0]", "parts.pods", "kubectl edit quotareservation -n mpiguard-system team-a"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
 }

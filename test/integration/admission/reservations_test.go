@@ -192,23 +192,65 @@ var _ = Describe("quota reservations", func() {
 			Should(MatchError(ContainSubstring("[aggregate-quota]")), "once mended, the first job's 8 GPUs count again")
 	})
 
-	It("are refused by the apiserver when an entry is edited into a value of the wrong type", func(ctx context.Context) {
-		ns := env.Namespace(ctx, nil)
-		rt := createRuntime(ctx, gpuWorkers("wrong-type-"+ns, "4"))
-		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "64"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
-		admitted(ctx, fixtures.TrainJob(ns, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
-		// Stored, it would fail the decode of the object, and with it
-		// mpiguard's informer of QuotaReservations in every namespace (the
-		// retirer would release nothing anywhere): the CRD keeps the
-		// entries' schema for this (docs/quota.md).
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(quotav1alpha1.GroupVersion.WithKind("QuotaReservation"))
-		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, u)).To(Succeed())
-		entries, _, err := unstructured.NestedSlice(u.Object, "spec", "entries")
-		Expect(err).NotTo(HaveOccurred())
-		entries[0].(map[string]any)["parts"].([]any)[0].(map[string]any)["pods"] = "two"
-		Expect(unstructured.SetNestedSlice(u.Object, entries, "spec", "entries")).To(Succeed())
-		Expect(env.Client.Update(ctx, u)).To(MatchError(ContainSubstring("spec.entries[0].parts[0].pods")))
+	It("refuse to decide on an entry edited by hand into a value of the wrong type, only in its namespace, until it is mended", func(ctx context.Context) {
+		broken, other := env.Namespace(ctx, nil), env.Namespace(ctx, nil)
+		rt := createRuntime(ctx, gpuWorkers("wrong-type-"+broken, "4"))
+		for _, ns := range []string{broken, other} {
+			createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "64"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
+		}
+		admitted(ctx, fixtures.TrainJob(broken, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+		// spec.entries has no schema in the CRD, so the apiserver stores a
+		// string where mpiguard wrote a pod count.
+		setPods := func(pods any) {
+			GinkgoHelper()
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(quotav1alpha1.GroupVersion.WithKind("QuotaReservation"))
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: broken}, u)).To(Succeed())
+			entries, _, err := unstructured.NestedSlice(u.Object, "spec", "entries")
+			Expect(err).NotTo(HaveOccurred())
+			entries[0].(map[string]any)["parts"].([]any)[0].(map[string]any)["pods"] = pods
+			Expect(unstructured.SetNestedSlice(u.Object, entries, "spec", "entries")).To(Succeed())
+			Expect(env.Client.Update(ctx, u)).To(Succeed())
+		}
+		setPods("two")
+		second := func(ns string) *trainer.TrainJob {
+			return fixtures.TrainJob(ns, "second", rt.Name).NumNodes(2).NumProcPerNode(4).Obj()
+		}
+
+		// Refused in its namespace, naming the entry, dry run (decided on
+		// the cache's copy) and real create (whose write reads live) alike.
+		refusal := And(ContainSubstring("spec.entries[0]"), ContainSubstring("parts.pods"), ContainSubstring("kubectl edit quotareservation"))
+		Eventually(func() error { return env.Client.Create(ctx, second(broken), client.DryRunAll) }).
+			Should(MatchError(refusal), "a dry run decided on an object mpiguard cannot read")
+		Expect(env.Client.Create(ctx, second(broken))).To(MatchError(refusal), "a create decided on an object mpiguard cannot read")
+		Eventually(func() []string {
+			var events corev1.EventList
+			Expect(env.Client.List(ctx, &events, client.InNamespace(env.PolicyNamespace))).To(Succeed())
+			var out []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == broken && e.Reason == reservations.ReasonInvalidEntries {
+					out = append(out, e.Message)
+				}
+			}
+			return out
+		}).Should(ContainElement(ContainSubstring("spec.entries[0]")), "no Warning Event on the QuotaReservation saying which entry")
+
+		// Elsewhere nothing changes: creates are decided, and the leader's
+		// informer of QuotaReservations still works, so an object created
+		// now is seen and its entries released once their pods exist. (One
+		// object that did not decode used to stop that informer in every
+		// namespace: admission stayed exact, reading live after a conflict,
+		// but the leader saw no new object, and released nothing in it.)
+		admitted(ctx, fixtures.TrainJob(other, "first", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
+		admitted(ctx, second(other))
+		createPod(ctx, other, "first", "launcher", nil)
+		createPod(ctx, other, "first", "node", nil)
+		createPod(ctx, other, "first", "node", nil)
+		Eventually(func() []string { return env.ReservedJobs(ctx, other) }).Should(Equal([]string{"second"}),
+			"the first job's pods exist in a namespace whose object was created next to the broken one: its entry goes")
+
+		setPods(int64(2))
+		Eventually(func() error { return env.Client.Create(ctx, second(broken)) }).Should(Succeed(), "once mended, creates are decided again")
 	})
 
 	It("decide a dry run without reserving anything", func(ctx context.Context) {

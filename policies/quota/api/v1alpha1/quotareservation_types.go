@@ -63,19 +63,25 @@ type QuotaReservationSpec struct {
 	// +listType=atomic
 	// +optional
 	ObjectShapes []corev1.ResourceList `json:"objectShapes,omitempty"`
-	// entries, one per TrainJob name. An atomic list: mpiguard replaces it
-	// whole on every write (with the resourceVersion it read), and per-entry
-	// field ownership would make every write of a large namespace's object
-	// cost the apiserver a managedFields merge over every entry. Its schema
-	// costs the apiserver a fifth of its CPU per create with a reservation
-	// with up to 20 entries, more than half with 400-500 (docs/performance.md,
-	// "Entries without a schema"), but keeps a value of the wrong type out:
-	// one would stop mpiguard's informer of these objects in every
-	// namespace. mpiguard checks on every read what the schema cannot
-	// (reservations.validEntries: shape indexes in their tables).
-	// +listType=atomic
+	// entries, one per TrainJob name (ReservationEntry). mpiguard replaces
+	// the list whole on every write (with the resourceVersion it read). It
+	// has no schema in the CRD: the apiserver's validation, pruning and
+	// coercion of every entry on every write cost it more than the rest of a
+	// create with a reservation (a fifth of its CPU per create with up to 20
+	// entries, 2.2x with 400-500; docs/performance.md, "Entries without a
+	// schema"). mpiguard checks on every read what the schema would and
+	// more (reservations.validEntries), and a value of the wrong type fails
+	// the decode of its own object only (UnmarshalJSON).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Entries []ReservationEntry `json:"entries,omitempty"`
+
+	// DecodeError is, in a spec read back, what kept it from decoding (nil
+	// when it did): a value of the wrong type in spec.entries, edited by
+	// hand (UnmarshalJSON). The spec is then empty, not half-decoded.
+	// Never stored.
+	DecodeError *SpecDecodeError `json:"-"`
 }
 
 // ReservationEntry is what one admitted TrainJob holds.
