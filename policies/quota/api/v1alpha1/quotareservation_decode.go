@@ -20,7 +20,9 @@ import (
 //
 // The decoder is the one the apiserver's clients use for JSON
 // (case-sensitive field names, integers kept as int64 in untyped fields).
-// Measured: this costs a decode two more scans of the spec's bytes
+// It costs a decode two more scans of the spec's bytes: a 500-entry
+// object's 5.98 ms became 8.08 (+35%), where the schema it replaces cost
+// the apiserver 115-183 ms of CPU per create that wrote such an object
 // (docs/performance.md, "Entries without a schema, each object decoded on
 // its own").
 func (s *QuotaReservationSpec) UnmarshalJSON(data []byte) error {
