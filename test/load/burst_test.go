@@ -86,7 +86,13 @@ func BenchmarkBurstCreate(b *testing.B) {
 		admitted, denied, retry, others, withMPIGuard := burst(ctx, c, ns, rt.Name)
 		stopProfile()
 		reportCPU(b, "burst-mpiguard", cpuBefore, cpuNow(b), burstJobs, "/create")
-		reportRequests(b, "burst-mpiguard", requestsBefore, requestTimes(ctx, b, env.Config), burstJobs)
+		requestsAfter := requestTimes(ctx, b, env.Config)
+		reportRequests(b, "burst-mpiguard", requestsBefore, requestsAfter, burstJobs)
+		// Writes lost to the other replica: what a burst's runs differ by.
+		for _, result := range []string{"ok", "conflict"} {
+			k := "reservation writes " + result
+			b.ReportMetric(requestsAfter[k]-requestsBefore[k], "reservation-writes-"+result)
+		}
 		b.Logf("burst of %d creates, %d fit: with mpiguard (%d replicas) p50 %v p99 %v; baseline p50 %v p99 %v",
 			burstJobs, burstFit, replicas, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
 		// Right means: exactly as many admitted as fit, every other refused

@@ -238,15 +238,22 @@ func cpuNow(b *testing.B) map[string]time.Duration {
 // requestTimes is apiserverRequests plus the time mpiguard's webhook handlers
 // took ("ms handler <path>", both replicas: controller-runtime's latency
 // histogram, decoding the review to writing the answer), which, against the
-// apiserver's time in the same webhook, shows what the call itself costs.
+// apiserver's time in the same webhook, shows what the call itself costs,
+// and the replicas' writes of reservation entries by result ("reservation
+// writes conflict": a write lost to the other replica, decided again).
 func requestTimes(ctx context.Context, b *testing.B, cfg *rest.Config) map[string]float64 {
 	out := apiserverRequests(ctx, b, cfg)
 	families, err := metrics.Registry.Gather()
 	must(b, err)
 	for _, mf := range families {
-		if mf.GetName() == "controller_runtime_webhook_latency_seconds" {
+		switch mf.GetName() {
+		case "controller_runtime_webhook_latency_seconds":
 			for _, m := range mf.GetMetric() {
 				out["ms handler "+labelValue(m, "webhook")] += m.GetHistogram().GetSampleSum() * 1e3
+			}
+		case "mpiguard_quota_reservation_writes_total":
+			for _, m := range mf.GetMetric() {
+				out["reservation writes "+labelValue(m, "result")] += m.GetCounter().GetValue()
 			}
 		}
 	}
