@@ -175,17 +175,8 @@ var _ = Describe("quota reservations", func() {
 		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
 			Should(MatchError(And(ContainSubstring(field), ContainSubstring("edited by hand"), ContainSubstring("kubectl edit quotareservation"))),
 				"a create decided on the hand-broken entry")
-		Eventually(func() []string {
-			var events corev1.EventList
-			Expect(env.Client.List(ctx, &events, client.InNamespace(env.PolicyNamespace))).To(Succeed())
-			var out []string
-			for _, e := range events.Items {
-				if e.InvolvedObject.Name == ns && e.Reason == reservations.ReasonInvalidEntries {
-					out = append(out, e.Message)
-				}
-			}
-			return out
-		}).Should(ContainElement(ContainSubstring(field)), "no Warning Event on the QuotaReservation saying which field")
+		Eventually(func() []string { return invalidEntriesEvents(ctx, ns) }).
+			Should(ContainElement(ContainSubstring(field)), "no Warning Event on the QuotaReservation saying which field")
 
 		setWorkerShape(original)
 		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
@@ -223,17 +214,8 @@ var _ = Describe("quota reservations", func() {
 		Eventually(func() error { return env.Client.Create(ctx, second(broken), client.DryRunAll) }).
 			Should(MatchError(refusal), "a dry run decided on an object mpiguard cannot read")
 		Expect(env.Client.Create(ctx, second(broken))).To(MatchError(refusal), "a create decided on an object mpiguard cannot read")
-		Eventually(func() []string {
-			var events corev1.EventList
-			Expect(env.Client.List(ctx, &events, client.InNamespace(env.PolicyNamespace))).To(Succeed())
-			var out []string
-			for _, e := range events.Items {
-				if e.InvolvedObject.Name == broken && e.Reason == reservations.ReasonInvalidEntries {
-					out = append(out, e.Message)
-				}
-			}
-			return out
-		}).Should(ContainElement(ContainSubstring("spec.entries[0]")), "no Warning Event on the QuotaReservation saying which entry")
+		Eventually(func() []string { return invalidEntriesEvents(ctx, broken) }).
+			Should(ContainElement(ContainSubstring("spec.entries[0]")), "no Warning Event on the QuotaReservation saying which entry")
 
 		// Elsewhere nothing changes: creates are decided, and the leader's
 		// informer of QuotaReservations still works, so an object created
@@ -262,6 +244,21 @@ var _ = Describe("quota reservations", func() {
 		admitted(ctx, fixtures.TrainJob(ns, "real", rt.Name).NumNodes(2).NumProcPerNode(4).Obj())
 	})
 })
+
+// invalidEntriesEvents returns the messages of the InvalidEntries Warning
+// Events on governed namespace ns's QuotaReservation.
+func invalidEntriesEvents(ctx context.Context, ns string) []string {
+	GinkgoHelper()
+	var events corev1.EventList
+	Expect(env.Client.List(ctx, &events, client.InNamespace(env.PolicyNamespace))).To(Succeed())
+	var out []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == ns && e.Reason == reservations.ReasonInvalidEntries {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
 
 // setUsed sets a ResourceQuota's status.used, as the quota controller would.
 func setUsed(ctx context.Context, ns, name string, used corev1.ResourceList) {
