@@ -283,6 +283,15 @@ func apiserverRequests(ctx context.Context, b *testing.B, cfg *rest.Config) map[
 	for _, m := range families["apiserver_admission_webhook_admission_duration_seconds"].GetMetric() {
 		out["ms webhook "+labelValue(m, "name")] += m.GetHistogram().GetSampleSum() * 1e3
 	}
+	// API Priority and Fairness: requests rejected (429, which client-go
+	// retries after the answer's Retry-After) and the time requests waited
+	// in its queues, by priority level; part of a POST's time.
+	for _, m := range families["apiserver_flowcontrol_rejected_requests_total"].GetMetric() {
+		out["APF rejected "+labelValue(m, "priority_level")] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["apiserver_flowcontrol_request_wait_duration_seconds"].GetMetric() {
+		out["ms APF wait "+labelValue(m, "priority_level")] += m.GetHistogram().GetSampleSum() * 1e3
+	}
 	return out
 }
 
