@@ -16,7 +16,9 @@ import (
 const ReasonInvalidEntries = "InvalidEntries"
 
 // InvalidError says a QuotaReservation's entries are not as mpiguard writes
-// them: only a hand edit can make one that the CRD's schema lets through.
+// them: a value that does not decode (spec.DecodeError), or one that does
+// but is wrong (validEntries). Only a hand edit makes either: the CRD keeps
+// no schema for the entries.
 type InvalidError struct {
 	Key  client.ObjectKey
 	Errs field.ErrorList

@@ -11,9 +11,9 @@ import (
 // error in its content. spec.entries has no schema in the CRD (its cost,
 // quotareservation_types.go), so the apiserver stores whatever a hand edit
 // puts there, a string where a pod count belongs included. Returned, that
-// error would fail the decode of every list and watch of QuotaReservations
-// (they share one response), and with them mpiguard's informer in every
-// namespace: quota would stay held everywhere. Kept, it fails only the
+// error would fail every list of QuotaReservations (one response holds every
+// object) and end every watch at the object's event, and with them
+// mpiguard's informer in every namespace: quota would stay held everywhere. Kept, it fails only the
 // readers of its own object, which look at DecodeError first
 // (reservations.checkReadable). Malformed JSON is still returned: the
 // apiserver never stores any.
@@ -38,7 +38,9 @@ func (s *QuotaReservationSpec) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// SpecDecodeError says where a stored spec fails to decode and why.
+// SpecDecodeError says where a stored spec fails to decode and why. Plain
+// strings: the spec's generated deepcopy copies it by value.
+// +kubebuilder:object:generate=false
 type SpecDecodeError struct {
 	// Field is spec.entries[i] when entry i does not decode by itself,
 	// else spec.
