@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,6 +21,7 @@ import (
 	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/offline"
 	"github.com/mpiguard/mpiguard/policies/pipeline"
+	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
 )
 
@@ -277,4 +279,63 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkJudgeManyHolders measures what a quota round of a burst pays per
+// decision (pipeline.Judge: the quota part of the input built again, every
+// policy evaluated) for the 64-worker job against a quota that 250 admitted
+// jobs hold: allowed (the quota has room) and denied (it has none), each
+// against the round's state as it stands (what the holders hold built once
+// for all its decisions) and against a new state (the holders changed: the
+// decision after an allowed one).
+func BenchmarkJudgeManyHolders(b *testing.B) {
+	env := newBenchEnv(b)
+	ctx := context.Background()
+	admitted, err := env.admission(ctx, env.cluster.TrainJobs[0].TrainJob, pipeline.Admit)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prepared, err := env.pipe.Prepare(ctx, env.reader, &pipeline.Request{Operation: engine.Create, User: "bench", TrainJob: admitted.TrainJob}, pipeline.Validate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	parts := quota.PartsOf(prepared.View)
+	holders := make([]engine.Reservation, 250)
+	for i := range holders {
+		holders[i] = engine.Reservation{TrainJob: fmt.Sprintf("team-eu/held-%03d", i), UID: types.UID(fmt.Sprint(i)), Parts: parts}
+	}
+	for _, tc := range []struct {
+		name  string
+		times int64 // the quota's hard limits, in jobs like this one
+		want  bool
+	}{{"allowed", 1000, true}, {"denied", 100, false}} {
+		quotas := []corev1.ResourceQuota{*env.cluster.Quotas[0].DeepCopy()}
+		for name, q := range quota.Charge(parts, &quotas[0]) {
+			q.Mul(tc.times)
+			quotas[0].Spec.Hard[name] = q
+		}
+		quota.ChargeAgainst(holders, quotas)
+		judge := func(b *testing.B, state *pipeline.QuotaState) {
+			v, err := env.pipe.Judge(ctx, prepared, state)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if v.Allowed() != tc.want {
+				b.Fatalf("allowed %v, want %v: %s", v.Allowed(), tc.want, v.DenialMessage())
+			}
+		}
+		b.Run(tc.name+"/same-state", func(b *testing.B) {
+			state := pipeline.NewQuotaState(quotas, holders)
+			b.ReportAllocs()
+			for b.Loop() {
+				judge(b, state)
+			}
+		})
+		b.Run(tc.name+"/new-state", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				judge(b, pipeline.NewQuotaState(quotas, holders))
+			}
+		})
+	}
 }

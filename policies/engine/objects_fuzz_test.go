@@ -108,7 +108,7 @@ func FuzzObjectCounts(f *testing.F) {
 			t.Fatalf("decision: %v", err)
 		}
 
-		in := quota.ObjectsInputOf(view, req.Quotas, holders)
+		in := quota.ObjectsInputOf(view, req.Quotas, quota.ReservedEach(req.Quotas, holders))
 		charged := quota.Charge(quota.PartsOf(view), q)
 		wantDeny := false
 		for _, oq := range in.Quotas {

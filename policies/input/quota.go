@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"slices"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpiguard/mpiguard/policies/quota"
@@ -24,6 +25,9 @@ type quotaInput struct {
 	ReservedBy []string                 `json:"reservedBy"`
 	Roles      []string                 `json:"roles"`
 	Demand     map[string]demandInput   `json:"demand"` // per quota resource name pods are charged for
+	// reservedTerm and reservedByTerm are Reserved and ReservedBy as OPA
+	// values, shared by every job judged against the same Holdings.
+	reservedTerm, reservedByTerm *ast.Term
 }
 
 // demandInput is input.quotas[].demand[name]: what this job charges (Milli,
@@ -44,6 +48,7 @@ type demandInput struct {
 	HeldBy      []heldByInput `json:"heldBy"`
 	Undeclared  bool          `json:"undeclared"` // some part leaves the resource undeclared
 	Parts       []partInput   `json:"parts"`
+	heldByTerm  *ast.Term     // HeldBy as an OPA value, shared like quotaInput's
 }
 
 type heldByInput struct {
@@ -61,13 +66,14 @@ type partInput struct {
 	Undeclared    bool        `json:"undeclared"`
 }
 
-// quotasOf builds input.quotas. It is built per quota state (New,
-// Document.WithQuotas): status.used and the jobs holding a quota change with
-// every admission in the namespace. A job
-// whose pods another cluster runs (render.JobView.RunsElsewhere: Kueue's
-// MultiKueue) is charged nothing here, so no quota of this namespace limits
-// it: the quota of the cluster that runs it does, judged there.
-func quotasOf(src *Source) []quotaInput {
+// quotasOf builds input.quotas of src's job, the quotas held as holdings
+// says (built from src.Quotas and src.Reserved). It is built per quota state
+// (New, Document.WithHoldings): status.used and the jobs holding a quota
+// change with every admission in the namespace. A job whose pods another
+// cluster runs (render.JobView.RunsElsewhere: Kueue's MultiKueue) is charged
+// nothing here, so no quota of this namespace limits it: the quota of the
+// cluster that runs it does, judged there.
+func quotasOf(src *Source, holdings *Holdings) []quotaInput {
 	v := src.View
 	if v.RunsElsewhere {
 		return []quotaInput{}
@@ -78,12 +84,7 @@ func quotasOf(src *Source) []quotaInput {
 	}
 	out := make([]quotaInput, len(src.Quotas))
 	for i := range src.Quotas {
-		q := &src.Quotas[i]
-		held, by := reservedFor(q, src.Reserved)
-		reserved := corev1.ResourceList{}
-		for name, h := range held {
-			reserved[name] = h.Total
-		}
+		q, held := &src.Quotas[i], holdings.quota(i)
 		selected := make([]bool, len(v.ReplicatedJobs))
 		roles := []string{}
 		for j := range v.ReplicatedJobs {
@@ -92,38 +93,30 @@ func quotasOf(src *Source) []quotaInput {
 			}
 		}
 		demand := map[string]demandInput{}
-		for name := range q.Spec.Hard {
-			if _, _, ok := quota.ChargedName(name); ok {
-				demand[string(name)] = demandOf(q, name, v, usage, selected, held[name])
-			}
+		for name, part := range held.names {
+			demand[string(name)] = demandOf(q, name, v, usage, selected, part)
 		}
 		out[i] = quotaInput{
 			Name: q.Name, Hard: resourcesOf(q.Spec.Hard), Used: resourcesOf(q.Status.Used),
-			Reserved: resourcesOf(reserved), ReservedBy: list(by), Roles: roles, Demand: demand,
+			Reserved: held.reserved, ReservedBy: held.reservedBy, Roles: roles, Demand: demand,
+			reservedTerm: held.reservedTerm, reservedByTerm: held.reservedByTerm,
 		}
 	}
 	return out
 }
 
-// demandOf is demand[name]: this job's total and parts, and the quota's hard,
-// used and held amounts of name.
-func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobView, usage []corev1.ResourceList, selected []bool, held *quota.Held) demandInput {
+// demandOf is demand[name]: this job's total and parts, the quota's hard and
+// used amounts of name, and what the holders hold of it (held).
+func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobView, usage []corev1.ResourceList, selected []bool, held *heldPart) demandInput {
 	kind, res, _ := quota.ChargedName(name)
-	hard, used, heldMilli := quota.Milli(q.Spec.Hard[name]), quota.Milli(q.Status.Used[name]), new(big.Int)
+	hard, used := quota.Milli(q.Spec.Hard[name]), quota.Milli(q.Status.Used[name])
 	d := demandInput{
 		Kind: kind, Resource: res,
 		Hard: number(hard), HardDisplay: quota.Display(res, hard),
 		Used: number(used), UsedDisplay: quota.Display(res, used),
-		HeldBy: []heldByInput{}, Parts: []partInput{},
+		Held: held.held, HeldDisplay: held.display, HeldBy: held.by, heldByTerm: held.byTerm,
+		Parts: []partInput{},
 	}
-	if held != nil {
-		heldMilli = quota.Milli(held.Total)
-		for _, h := range held.By {
-			m := quota.Milli(h.Amount)
-			d.HeldBy = append(d.HeldBy, heldByInput{TrainJob: h.TrainJob, Milli: number(m), Display: quota.Display(res, m)})
-		}
-	}
-	d.Held, d.HeldDisplay = number(heldMilli), quota.Display(res, heldMilli)
 	total := new(big.Int)
 	for j := range v.ReplicatedJobs {
 		if !selected[j] {
@@ -148,24 +141,4 @@ func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobVi
 	}
 	d.Milli, d.Display = number(total), quota.Display(res, total)
 	return d
-}
-
-// reservedFor is what holders hold of quota q per resource name, and the
-// holders that hold any of it, in the order given (input.quotas[].reservedBy).
-func reservedFor(q *corev1.ResourceQuota, holders []quota.Holder) (map[corev1.ResourceName]*quota.Held, []string) {
-	held := quota.Reserved(q, holders)
-	holding := map[string]bool{}
-	for _, h := range held {
-		for _, b := range h.By {
-			holding[b.TrainJob] = true
-		}
-	}
-	var by []string
-	for _, h := range holders {
-		if holding[h.TrainJob] {
-			by = append(by, h.TrainJob)
-			delete(holding, h.TrainJob) // a job listed twice is named once
-		}
-	}
-	return held, by
 }

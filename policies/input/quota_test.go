@@ -112,7 +112,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 // quotasDoc is input.quotas of src as policies see it.
 func quotasDoc(t *testing.T, src *Source) []any {
 	t.Helper()
-	v, err := ast.InterfaceToValue(quotasOf(src))
+	v, err := ast.InterfaceToValue(quotasOf(src, NewHoldings(src.Quotas, src.Reserved)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +201,11 @@ func TestUnits(t *testing.T) {
 	}
 }
 
-// WithQuotas judges the same job against another quota state: its document
+// WithHoldings judges the same job against another quota state: its document
 // is the one New builds with those quotas and holders, and the document it
 // started from is left as it was (a replica's retry must not change the
 // decision it retries).
-func TestWithQuotasIsNewWithThoseQuotas(t *testing.T) {
+func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
 	src := mpiSource("team-a", 2)
 	src.View.ReplicatedJobs[1].PerPod = renderCharge("2")
 	// Two Jobs, which input.job.objects compares with the quota's count.
@@ -234,14 +234,14 @@ func TestWithQuotasIsNewWithThoseQuotas(t *testing.T) {
 		t.Fatal(err)
 	}
 	beforeValue := before.Value(nil, nil)
-	again, err := before.WithQuotas(other.Quotas, holders)
+	again, err := before.WithHoldings(NewHoldings(other.Quotas, holders))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := again.Value(nil, nil); got.Compare(want.Value(nil, nil)) != 0 {
-		t.Errorf("WithQuotas:\n got %s\nwant %s", got, want.Value(nil, nil))
+		t.Errorf("WithHoldings:\n got %s\nwant %s", got, want.Value(nil, nil))
 	}
 	if got := before.Value(nil, nil); got.Compare(beforeValue) != 0 {
-		t.Errorf("WithQuotas changed the document it started from:\n got %s\nwant %s", got, beforeValue)
+		t.Errorf("WithHoldings changed the document it started from:\n got %s\nwant %s", got, beforeValue)
 	}
 }

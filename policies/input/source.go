@@ -84,7 +84,7 @@ func New(src *Source) (*Document, error) {
 	if err := validate(src); err != nil {
 		return nil, err
 	}
-	d := &Document{src: *src, doc: build(src), entries: ownEntriesOf(src)}
+	d := &Document{src: *src, doc: build(src, NewHoldings(src.Quotas, src.Reserved)), entries: ownEntriesOf(src)}
 	if err := d.makeValues(); err != nil {
 		return nil, fmt.Errorf("building the policy input of TrainJob %s/%s: %w", src.TrainJob.Namespace, src.TrainJob.Name, err)
 	}
@@ -125,17 +125,23 @@ func validate(src *Source) error {
 // Source is what d was built from. Callers must not modify it.
 func (d *Document) Source() *Source { return &d.src }
 
-// WithQuotas is d against another quota state: the same job, the namespace's
-// quotas and the jobs reserved in it as given. Only what reads them is built
-// again: input.quotas and input.job.objects.
-func (d *Document) WithQuotas(quotas []corev1.ResourceQuota, reserved []quota.Holder) (*Document, error) {
+// WithHoldings is d against another quota state: the same job, the
+// namespace's quotas and what the jobs reserved there hold of them as
+// holdings says. Only what reads them is built again: input.quotas and
+// input.job.objects.
+func (d *Document) WithHoldings(holdings *Holdings) (*Document, error) {
 	out := *d
-	out.src.Quotas, out.src.Reserved = quotas, reserved
-	out.doc.Quotas = quotasOf(&out.src)
+	out.src.Quotas, out.src.Reserved = holdings.quotas, holdings.holders
+	out.doc.Quotas = quotasOf(&out.src, holdings)
 	out.quotas = listOf(out.doc.Quotas, (*quotaInput).value)
-	out.doc.Job.Objects = quota.ObjectsInputOf(out.src.View, quotas, reserved)
+	out.doc.Job.Objects = quota.ObjectsInputOf(out.src.View, holdings.quotas, holdings.held())
 	extern := externs{}
-	out.job = out.doc.Job.value(&extern)
+	// input.job again with only input.job.objects.quotas changed, its other
+	// values shared: building all of it again (the objects created, each
+	// replicated job) was half of a decision against a state whose holdings
+	// were built already (BenchmarkJudgeManyHolders).
+	objects := withItem(d.job.Get(ast.StringTerm("objects")), "quotas", extern.term(out.doc.Job.Objects.Quotas))
+	out.job = withItem(d.job, "objects", objects)
 	if extern.err != nil {
 		return nil, fmt.Errorf("building the policy input of TrainJob %s/%s: %w", d.src.TrainJob.Namespace, d.src.TrainJob.Name, extern.err)
 	}

@@ -177,8 +177,8 @@ func (q *quotaInput) value() *ast.Term {
 		item("name", ast.StringTerm(q.Name)),
 		item("hard", quantities(q.Hard)),
 		item("used", quantities(q.Used)),
-		item("reserved", quantities(q.Reserved)),
-		item("reservedBy", stringList(q.ReservedBy)),
+		item("reserved", cached(q.reservedTerm, q.Reserved, quantities)),
+		item("reservedBy", cached(q.reservedByTerm, q.ReservedBy, stringList[string])),
 		item("roles", stringList(q.Roles)),
 		item("demand", mapOf(q.Demand, (*demandInput).value)),
 	)
@@ -196,7 +196,7 @@ func (d *demandInput) value() *ast.Term {
 		item("usedDisplay", ast.StringTerm(d.UsedDisplay)),
 		item("held", ast.NumberTerm(d.Held)),
 		item("heldDisplay", ast.StringTerm(d.HeldDisplay)),
-		item("heldBy", listOf(d.HeldBy, (*heldByInput).value)),
+		item("heldBy", cached(d.heldByTerm, d.HeldBy, func(l []heldByInput) *ast.Term { return listOf(l, (*heldByInput).value) })),
 		item("undeclared", ast.BooleanTerm(d.Undeclared)),
 		item("parts", listOf(d.Parts, (*partInput).value)),
 	)
@@ -232,6 +232,29 @@ func (x *externs) term(v any) *ast.Term {
 		return ast.NullTerm()
 	}
 	return ast.NewTerm(out)
+}
+
+// cached is term when Holdings built it already (it is v as an OPA value),
+// else value(v).
+func cached[T any](term *ast.Term, v T, value func(T) *ast.Term) *ast.Term {
+	if term != nil {
+		return term
+	}
+	return value(v)
+}
+
+// withItem is obj (an object) with key's value replaced by value; obj is
+// unchanged, its other values shared (inputs are never modified).
+func withItem(obj *ast.Term, key string, value *ast.Term) *ast.Term {
+	o := obj.Value.(ast.Object)
+	k := ast.StringTerm(key)
+	items := make([][2]*ast.Term, 0, o.Len()+1)
+	o.Foreach(func(key, v *ast.Term) {
+		if !key.Equal(k) {
+			items = append(items, [2]*ast.Term{key, v})
+		}
+	})
+	return object(append(items, [2]*ast.Term{k, value})...)
 }
 
 func item(key string, value *ast.Term) [2]*ast.Term {

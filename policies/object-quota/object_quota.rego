@@ -104,7 +104,7 @@ held_text(q) := "" if count(q.heldBy) == 0
 
 held_text(q) := sprintf(
 	" (%s exist, %s held by TrainJobs admitted whose objects do not exist yet: %s%s)",
-	[q.usedDisplay, q.heldDisplay, concat(", ", [sprintf("%s %s", [h.trainJob, h.display]) | some i, h in q.heldBy; i < 3]), more_holders(q)],
+	[q.usedDisplay, q.heldDisplay, concat(", ", [sprintf("%s %s", [h.trainJob, h.display]) | some h in array.slice(q.heldBy, 0, 3)]), more_holders(q)],
 ) if count(q.heldBy) > 0
 
 # more_holders counts the holders a message does not name.

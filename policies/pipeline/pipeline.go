@@ -248,10 +248,31 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 
 // QuotaState is what a job is judged against besides itself: the
 // namespace's ResourceQuotas (status.used as read) and the jobs reserved
-// there whose pods the quotas do not count yet.
+// there whose pods the quotas do not count yet. Made by NewQuotaState, it
+// keeps what the reserved jobs hold of the quotas (input.Holdings) for every
+// job judged against it that holds nothing there itself: a round of quota
+// decisions judges all its requests against one state. Neither the quotas
+// nor the reserved jobs may change while it is in use.
 type QuotaState struct {
 	Quotas   []corev1.ResourceQuota
 	Reserved []engine.Reservation
+	holdings *input.Holdings // nil: built for each job judged
+}
+
+// NewQuotaState returns the state of quotas and reserved, their holdings
+// shared by the jobs judged against it.
+func NewQuotaState(quotas []corev1.ResourceQuota, reserved []engine.Reservation) *QuotaState {
+	return &QuotaState{Quotas: quotas, Reserved: reserved, holdings: input.NewHoldings(quotas, reserved)}
+}
+
+// holdingsFor is what the reserved jobs other than job hold: job's own
+// reservation (a resume, a renewal) is left out of its decision.
+func (s *QuotaState) holdingsFor(job *trainer.TrainJob) *input.Holdings {
+	others := WithoutJob(s.Reserved, job)
+	if s.holdings != nil && len(others) == len(s.Reserved) {
+		return s.holdings
+	}
+	return input.NewHoldings(s.Quotas, others)
 }
 
 // Judge is the second step of a decision: every policy on a governed
@@ -267,7 +288,7 @@ func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *QuotaState) (*V
 	er := *v.request
 	if state != nil {
 		var err error
-		if er.Input, err = er.Input.WithQuotas(state.Quotas, WithoutJob(state.Reserved, v.TrainJob)); err != nil {
+		if er.Input, err = er.Input.WithHoldings(state.holdingsFor(v.TrainJob)); err != nil {
 			return nil, err
 		}
 	}

@@ -95,6 +95,15 @@ func Reserved(q *corev1.ResourceQuota, holders []Holder) map[corev1.ResourceName
 	return out
 }
 
+// ReservedEach is Reserved of each of quotas, in their order.
+func ReservedEach(quotas []corev1.ResourceQuota, holders []Holder) []map[corev1.ResourceName]*Held {
+	out := make([]map[corev1.ResourceName]*Held, len(quotas))
+	for i := range quotas {
+		out[i] = Reserved(&quotas[i], holders)
+	}
+	return out
+}
+
 // Free is what quota q has free for name: hard - status.used - held, exact. A
 // negative amount means the quota is over-committed.
 func Free(q *corev1.ResourceQuota, name corev1.ResourceName, held *Held) resource.Quantity {

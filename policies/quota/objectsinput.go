@@ -61,8 +61,9 @@ type ObjectsHeldBy struct {
 }
 
 // ObjectsInputOf builds input.job.objects for a job rendered as view, judged
-// against quotas with holders holding what their missing objects count.
-func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, holders []Holder) ObjectsInput {
+// against quotas of which admitted jobs hold held[i] of quotas[i] (Reserved:
+// what their missing objects count).
+func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Held) ObjectsInput {
 	in := ObjectsInput{Created: make([]CreatedInput, 0, len(view.Objects)), Quotas: []ObjectQuotaInput{}}
 	for i := range view.Objects {
 		o := &view.Objects[i]
@@ -90,9 +91,8 @@ func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, holders
 			continue
 		}
 		slices.Sort(names)
-		held := Reserved(q, holders)
 		for _, name := range names {
-			in.Quotas = append(in.Quotas, objectQuotaInput(q, name, in.Created, held[name]))
+			in.Quotas = append(in.Quotas, objectQuotaInput(q, name, in.Created, held[i][name]))
 		}
 	}
 	return in

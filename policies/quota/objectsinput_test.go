@@ -19,7 +19,8 @@ func TestObjectsInput(t *testing.T) {
 	q.Spec.Hard["count/jobs.batch"] = resource.MustParse("3")
 	q.Status.Used = corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}
 	other := Holder{TrainJob: "team-a/other", Parts: PartsOf(objectsView(0))}
-	in := ObjectsInputOf(view, []corev1.ResourceQuota{*q, *quotaOf(true, "pods")}, []Holder{other})
+	quotas := []corev1.ResourceQuota{*q, *quotaOf(true, "pods")}
+	in := ObjectsInputOf(view, quotas, ReservedEach(quotas, []Holder{other}))
 	data, err := json.Marshal(in.Quotas)
 	if err != nil {
 		t.Fatal(err)

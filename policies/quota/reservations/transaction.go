@@ -68,12 +68,15 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 			failAll(pending, a.unreadable(err))
 			return
 		}
+		// One quota state for the decisions between two changes of the
+		// holders: what the holders hold is built once for all of them.
 		holders := state.Holders
+		judged := pipeline.NewQuotaState(state.Quotas, holders)
 		var again, writing []*decision
 		var entries []v1alpha1.ReservationEntry
 		for _, d := range round {
 			d.rounds++
-			if err := a.judge(ctx, d, state.Quotas, holders); err != nil {
+			if err := a.judge(ctx, d, judged); err != nil {
 				d.fail(err)
 				continue
 			}
@@ -133,6 +136,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 			held := []quota.Holder{{TrainJob: ns + "/" + job.TrainJob.Name, UID: job.TrainJob.UID, Parts: parts}}
 			quota.ChargeAgainst(held, state.Quotas)
 			holders = append(pipeline.WithoutJob(holders, job.TrainJob), held...)
+			judged = pipeline.NewQuotaState(state.Quotas, holders)
 		}
 		if len(entries) > 0 {
 			err = a.store.put(ctx, res, entries...)
@@ -159,12 +163,12 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 
 // judge decides d against a round's quota state: its prepared verdict
 // judged by the policies, nothing read or rendered again.
-func (a *Admitter) judge(ctx context.Context, d *decision, quotas []corev1.ResourceQuota, holders []quota.Holder) error {
-	v, err := a.pipeline.Judge(ctx, d.req.Prepared, &pipeline.QuotaState{Quotas: quotas, Reserved: holders})
+func (a *Admitter) judge(ctx context.Context, d *decision, state *pipeline.QuotaState) error {
+	v, err := a.pipeline.Judge(ctx, d.req.Prepared, state)
 	if err != nil {
 		return err
 	}
-	d.verdict, d.quotas = v, quotas
+	d.verdict, d.quotas = v, state.Quotas
 	return nil
 }
 
