@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,11 +56,31 @@ func WriteText(w io.Writer, results []Result, showPatches bool) error {
 	return err
 }
 
-// WriteJSON prints results for machines: a JSON array of Result.
+// WriteJSON prints results for machines: a JSON array of Result, indented
+// by two spaces, as json.Encoder with SetIndent("", "  ") writes it. It is
+// written one result at a time: encoding the whole array at once held the
+// whole output twice (encoded, then indented) at the end of a check, where
+// its peak memory is (docs/performance.md, "Offline check").
 func WriteJSON(w io.Writer, results []Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(results)
+	if len(results) == 0 {
+		return json.NewEncoder(w).Encode(results) // null or []
+	}
+	out := bufio.NewWriter(w)
+	out.WriteString("[\n")
+	for i := range results {
+		b, err := json.MarshalIndent(&results[i], "  ", "  ")
+		if err != nil {
+			return err
+		}
+		out.WriteString("  ")
+		out.Write(b)
+		if i < len(results)-1 {
+			out.WriteByte(',')
+		}
+		out.WriteByte('\n')
+	}
+	out.WriteString("]\n")
+	return out.Flush()
 }
 
 func describeChange(c engine.Change) string {
