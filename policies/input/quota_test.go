@@ -234,7 +234,8 @@ func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
 		t.Fatal(err)
 	}
 	beforeValue := before.Value(nil, nil)
-	again, err := before.WithHoldings(NewHoldings(other.Quotas, holders))
+	shared := NewHoldings(other.Quotas, holders)
+	again, err := before.WithHoldings(shared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,5 +244,25 @@ func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
 	}
 	if got := before.Value(nil, nil); got.Compare(beforeValue) != 0 {
 		t.Errorf("WithHoldings changed the document it started from:\n got %s\nwant %s", got, beforeValue)
+	}
+	// The same holdings serve another job (a round judges all its requests
+	// against one): nothing of the first job stays in them.
+	bigger := mpiSource("team-a", 4)
+	bigger.Quotas = q("4")
+	first, err := New(bigger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigger.Quotas, bigger.Reserved = other.Quotas, holders
+	wantBigger, err := New(bigger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotBigger, err := first.WithHoldings(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gotBigger.Value(nil, nil); got.Compare(wantBigger.Value(nil, nil)) != 0 {
+		t.Errorf("WithHoldings shared with another job:\n got %s\nwant %s", got, wantBigger.Value(nil, nil))
 	}
 }

@@ -231,7 +231,9 @@ func TestAuditJudgesUnchangedJobs(t *testing.T) {
 
 // TestJudgeIsRunOnAnotherQuotaState: judging a verdict again against
 // another quota state gives what a whole run against that state gives, and
-// so does judging a prepared one.
+// so does judging a prepared one, whether the state's holdings are built
+// per judgement or shared (NewQuotaState: a job's own reservation is still
+// left out of its decision).
 func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	p, c := testPipeline(t), testCluster(t)
 	ctx := context.Background()
@@ -247,26 +249,28 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		state := &QuotaState{Quotas: c.ns.Quotas, Reserved: reserved}
-		got, err := p.Judge(ctx, first, state)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
-			t.Errorf("%s holding 12 GPUs: judged again allowed %t %q; run allowed %t %q", holder, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
-		}
-		prepared, err := p.Prepare(ctx, c, req, Admit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prepared.Decision != nil {
-			t.Errorf("Prepare decided: %+v", prepared.Decision)
-		}
-		if got, err = p.Judge(ctx, prepared, state); err != nil {
-			t.Fatal(err)
-		}
-		if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
-			t.Errorf("%s holding 12 GPUs: prepared and judged allowed %t %q; run allowed %t %q", holder, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+		for _, state := range []*QuotaState{{Quotas: c.ns.Quotas, Reserved: reserved}, NewQuotaState(c.ns.Quotas, reserved)} {
+			shared := state.holdings != nil
+			got, err := p.Judge(ctx, first, state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
+				t.Errorf("%s holding 12 GPUs, holdings shared %t: judged again allowed %t %q; run allowed %t %q", holder, shared, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+			}
+			prepared, err := p.Prepare(ctx, c, req, Admit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prepared.Decision != nil {
+				t.Errorf("Prepare decided: %+v", prepared.Decision)
+			}
+			if got, err = p.Judge(ctx, prepared, state); err != nil {
+				t.Fatal(err)
+			}
+			if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
+				t.Errorf("%s holding 12 GPUs, holdings shared %t: prepared and judged allowed %t %q; run allowed %t %q", holder, shared, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+			}
 		}
 	}
 	if !first.Allowed() {
