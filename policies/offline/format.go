@@ -67,20 +67,20 @@ func WriteJSON(w io.Writer, results []Result) error {
 		return json.NewEncoder(w).Encode(results) // null or []
 	}
 	out := bufio.NewWriter(w)
-	out.WriteString("[\n")
+	sep := "[\n  "
 	for i := range results {
 		b, err := json.MarshalIndent(&results[i], "  ", "  ")
 		if err != nil {
 			return err
 		}
-		out.WriteString("  ")
-		out.Write(b)
-		if i < len(results)-1 {
-			out.WriteByte(',')
+		if _, err := fmt.Fprintf(out, "%s%s", sep, b); err != nil {
+			return err
 		}
-		out.WriteByte('\n')
+		sep = ",\n  "
 	}
-	out.WriteString("]\n")
+	if _, err := out.WriteString("\n]\n"); err != nil {
+		return err
+	}
 	return out.Flush()
 }
 
