@@ -277,7 +277,8 @@ func (o checkOptions) checkInCluster(ctx context.Context, ev *offline.Evaluator,
 			s.TrainJob.Namespace = contextNS
 		}
 	}
-	return ev.EvaluateLive(ctx, docs.TrainJobs, o.auditor(c, ev).QuotaState)
+	a := o.auditor(c, ev)
+	return ev.EvaluateLive(ctx, docs.TrainJobs, a.Cluster, a.QuotaState)
 }
 
 // evaluatorFromFlags runs the policies of --policies/--parameters (the
