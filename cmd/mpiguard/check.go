@@ -277,8 +277,7 @@ func (o checkOptions) checkInCluster(ctx context.Context, ev *offline.Evaluator,
 			s.TrainJob.Namespace = contextNS
 		}
 	}
-	a := o.auditor(c, ev)
-	return ev.EvaluateLive(ctx, docs.TrainJobs, a.Cluster, a.QuotaState)
+	return ev.EvaluateLive(ctx, docs.TrainJobs, o.auditor(c, ev).QuotaState)
 }
 
 // evaluatorFromFlags runs the policies of --policies/--parameters (the

@@ -55,6 +55,29 @@ type Namespace struct {
 	Reserved []engine.Reservation
 }
 
+// WithQuotaState returns a Cluster that reads like c, except that every
+// namespace has quotas and reserved as its ResourceQuotas and reservations:
+// what one round of quota decisions read (policies/quota/reservations/transaction.go).
+func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation) Cluster {
+	return quotaState{Cluster: c, quotas: quotas, reserved: reserved}
+}
+
+type quotaState struct {
+	Cluster
+	quotas   []corev1.ResourceQuota
+	reserved []engine.Reservation
+}
+
+func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, error) {
+	ns, err := q.Cluster.Namespace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := *ns
+	out.Quotas, out.Reserved = q.quotas, q.reserved
+	return &out, nil
+}
+
 // WithoutJob leaves out the reservation of job (its name and UID): a job
 // being decided replaces its own. A create under the name of a live job has
 // another UID (the apiserver will refuse it as AlreadyExists): it is decided

@@ -152,19 +152,11 @@ func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 // transaction calls the two steps itself. An error means the request could
 // not be evaluated: reject it with the error, never allow it.
 func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
-	return p.RunAgainst(ctx, c, req, stage, nil)
-}
-
-// RunAgainst is Run with the job judged against state instead of the quotas
-// c has (nil: those): a job waiting for its pods that audit judges against
-// what the namespace's admitted jobs hold, a resume the Kueue check judges
-// as if the namespace were idle. Prepare reads everything else from c.
-func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stage Stage, state *QuotaState) (*Verdict, error) {
 	v, err := p.Prepare(ctx, c, req, stage)
 	if err != nil || !v.Governed || stage == Mutate {
 		return v, err
 	}
-	return p.Judge(ctx, v, state)
+	return p.Judge(ctx, v, nil)
 }
 
 // Prepare is the first step of a decision: it reads what the decision
