@@ -25,10 +25,18 @@ func (e *Env) startControllerManager(ctx context.Context, controllers []string) 
 // controller's, computed from the pods that exist and lowered when they
 // finish or go. stop ends it (Env.Stop does too); it is returned also with
 // an error once the process started.
+//
+// Its full resync runs every 10 s instead of every 5 min: the controller
+// computes a quota's usage from its informer's pods, and a sync that runs
+// just as pods are created (a new quota is queued twice: for its status and
+// for its missing usage) writes a used that leaves out the pods its informer
+// has not seen yet, undoing what the apiserver's quota admission charged for
+// them; pod creations queue no sync, so only the resync counts them again
+// (seen in CI, 2026-11-27: two pods of 8 GPUs, status.used 8 for 30 s).
 func (e *Env) StartQuotaController(ctx context.Context) (stop func() error, err error) {
 	e.quotaControllers++
 	instance := fmt.Sprintf("%s-resourcequota-%d", controllerManager, e.quotaControllers)
-	p, err := e.startKubeComponent(ctx, controllerManager, instance, "system:kube-controller-manager", "--controllers=resourcequota")
+	p, err := e.startKubeComponent(ctx, controllerManager, instance, "system:kube-controller-manager", "--controllers=resourcequota", "--resource-quota-sync-period=10s")
 	if p == nil {
 		return nil, err
 	}
