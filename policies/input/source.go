@@ -128,18 +128,19 @@ func (d *Document) Source() *Source { return &d.src }
 // WithHoldings is d against another quota state: the same job, the
 // namespace's quotas and what the jobs reserved there hold of them as
 // holdings says. Only what reads them is built again: input.quotas and
-// input.job.objects.
+// input.job.objects.quotas.
 func (d *Document) WithHoldings(holdings *Holdings) (*Document, error) {
 	out := *d
 	out.src.Quotas, out.src.Reserved = holdings.quotas, holdings.holders
 	out.doc.Quotas = quotasOf(&out.src, holdings)
 	out.quotas = listOf(out.doc.Quotas, (*quotaInput).value)
-	out.doc.Job.Objects = quota.ObjectsInputOf(out.src.View, holdings.quotas, holdings.held())
+	// Of input.job, only objects.quotas depends on the quota state: it alone
+	// is built again, the other values shared (building all of input.job
+	// again, the objects created and each replicated job, was half of a
+	// decision against a state whose holdings were built already:
+	// BenchmarkJudgeManyHolders).
+	out.doc.Job.Objects.Quotas = quota.ObjectQuotasOf(out.src.View, d.doc.Job.Objects.Created, holdings.quotas, holdings.held())
 	extern := externs{}
-	// input.job again with only input.job.objects.quotas changed, its other
-	// values shared: building all of it again (the objects created, each
-	// replicated job) was half of a decision against a state whose holdings
-	// were built already (BenchmarkJudgeManyHolders).
 	objects := withItem(d.job.Get(ast.StringTerm("objects")), "quotas", extern.term(out.doc.Job.Objects.Quotas))
 	out.job = withItem(d.job, "objects", objects)
 	if extern.err != nil {

@@ -64,7 +64,7 @@ type ObjectsHeldBy struct {
 // against quotas of which admitted jobs hold held[i] of quotas[i] (Reserved:
 // what their missing objects count).
 func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Held) ObjectsInput {
-	in := ObjectsInput{Created: make([]CreatedInput, 0, len(view.Objects)), Quotas: []ObjectQuotaInput{}}
+	in := ObjectsInput{Created: make([]CreatedInput, 0, len(view.Objects))}
 	for i := range view.Objects {
 		o := &view.Objects[i]
 		in.Created = append(in.Created, CreatedInput{
@@ -73,8 +73,18 @@ func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []
 			Count: o.Count, Existing: o.Existing, Charged: o.Missing(),
 		})
 	}
+	in.Quotas = ObjectQuotasOf(view, in.Created, quotas, held)
+	return in
+}
+
+// ObjectQuotasOf is input.job.objects.quotas of a job rendered as view whose
+// input.job.objects.created is created, judged against quotas as
+// ObjectsInputOf is: the part a new quota state changes
+// (input.Document.WithHoldings builds only it again).
+func ObjectQuotasOf(view *render.JobView, created []CreatedInput, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Held) []ObjectQuotaInput {
+	out := []ObjectQuotaInput{}
 	if view.RunsElsewhere {
-		return in // its objects are created on the cluster that runs it
+		return out // its objects are created on the cluster that runs it
 	}
 	for i := range quotas {
 		q := &quotas[i]
@@ -92,10 +102,10 @@ func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []
 		}
 		slices.Sort(names)
 		for _, name := range names {
-			in.Quotas = append(in.Quotas, objectQuotaInput(q, name, in.Created, held[i][name]))
+			out = append(out, objectQuotaInput(q, name, created, held[i][name]))
 		}
 	}
-	return in
+	return out
 }
 
 func objectQuotaInput(q *corev1.ResourceQuota, name corev1.ResourceName, created []CreatedInput, held *Held) ObjectQuotaInput {
