@@ -177,6 +177,12 @@ func mergeLimitRangeDefaults(res *corev1.ResourceRequirements, defaults *corev1.
 	}
 }
 
+// PodQuotaUsage is what a pod that exists is charged against ResourceQuota,
+// by quota resource name (Charge.QuotaUsage): the apiserver's quota
+// admission charged it so at its create, and the quota controller counts
+// it so while it runs.
+func PodQuotaUsage(pod *corev1.Pod) corev1.ResourceList { return podCharge(pod).QuotaUsage() }
+
 // podCharge is what one admitted pod is charged against ResourceQuota.
 func podCharge(pod *corev1.Pod) Charge {
 	c := Charge{

@@ -61,6 +61,12 @@ type Retirer struct {
 	// reconciled on every pod event of its namespace, and one log line (and
 	// Event) per version of the object says it.
 	reported sync.Map
+	// podsSeen is when this leader first saw every pod of an entry's job
+	// exist (admissionKey): the entry waits settle after it (counted.go).
+	podsSeen *lru.Cache
+	// behind is, per governed namespace, since when this leader has found a
+	// quota there counting less than the pods that exist (*behindState).
+	behind sync.Map
 }
 
 // deletedJobs bounds the deletions remembered: far more than the entries a
@@ -71,7 +77,7 @@ const deletedJobs = 4096
 func SetupRetirer(mgr ctrl.Manager, namespace string) error {
 	r := &Retirer{
 		client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName),
-		namespace: namespace, now: time.Now, deleted: lru.New(deletedJobs),
+		namespace: namespace, now: time.Now, deleted: lru.New(deletedJobs), podsSeen: lru.New(deletedJobs),
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("quotareservations").
@@ -114,6 +120,8 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if err := r.client.Get(ctx, req.NamespacedName, res); err != nil {
 		if apierrors.IsNotFound(err) {
 			entriesHeld.DeleteLabelValues(req.Name)
+			statusBehind.DeleteLabelValues(req.Name)
+			r.behind.Delete(req.Name)
 			forgetReserved(req.Name)
 			r.reported.Delete(req.Name)
 			return reconcile.Result{}, nil
@@ -141,17 +149,23 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	verdicts := make([]verdict, len(res.Spec.Entries))
+	for i := range res.Spec.Entries {
+		e := &res.Spec.Entries[i]
+		if verdicts[i], err = r.verdictOf(ctx, ns, e, existing.Of(e.TrainJob, e.UID), now); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.holdUntilCounted(ctx, res, verdicts, now); err != nil {
+		return reconcile.Result{}, err
+	}
 	var (
 		keep     []v1alpha1.ReservationEntry
 		released []releasedEntry
 		next     time.Time
 	)
 	for i := range res.Spec.Entries {
-		e := &res.Spec.Entries[i]
-		v, err := r.verdictOf(ctx, ns, e, existing.Of(e.TrainJob, e.UID), now)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
+		e, v := &res.Spec.Entries[i], verdicts[i]
 		if v.release != "" {
 			released = append(released, releasedEntry{entry: e, reason: v.release})
 			continue

@@ -14,6 +14,12 @@ var (
 		Name: "mpiguard_quota_reservations_released_total",
 		Help: "Reservation entries released, by reason (PodsCreated, Suspended, Finished, Deleted, NeverCreated, ResumeNotApplied).",
 	}, []string{"reason"})
+	// statusBehind is 1 for a namespace while its entries are kept because
+	// a ResourceQuota there counts less than the pods that exist (counted.go).
+	statusBehind = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mpiguard_quota_status_behind",
+		Help: "1 while a ResourceQuota of the namespace counts less in status.used than its pods that exist charge (its controller missed pods created meanwhile): entries of jobs whose pods exist are kept meanwhile.",
+	}, []string{"namespace"})
 	// writes counts the writes of entries by admission, by result: a
 	// conflict means another replica wrote first and the decision was made again.
 	writes = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -35,7 +41,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(entriesHeld, releasedTotal, writes, unconfirmedRefusals, fullRefusals)
+	metrics.Registry.MustRegister(entriesHeld, releasedTotal, statusBehind, writes, unconfirmedRefusals, fullRefusals)
 }
 
 // observeWrite counts one write of entries by its result.

@@ -1,0 +1,233 @@
+package reservations
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/lru"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+// gpuPod is a running pod of TrainJob job's replicated job in team-a,
+// requesting gpus GPUs and 1 CPU (requests and limits), of priority class pc.
+func gpuPod(i int, job, replicatedJob, gpus, pc string) corev1.Pod {
+	p := pod(i, job, replicatedJob, corev1.PodRunning)
+	p.Namespace = "team-a"
+	res := corev1.ResourceList{"cpu": resource.MustParse("1")}
+	if gpus != "" {
+		res["nvidia.com/gpu"] = resource.MustParse(gpus)
+	}
+	p.Spec = corev1.PodSpec{PriorityClassName: pc, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}
+	return p
+}
+
+// usedQuota is ResourceQuota team-a/name limiting hard, its status counting used.
+func usedQuota(name string, hard, used corev1.ResourceList) corev1.ResourceQuota {
+	return corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used}}
+}
+
+func list(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func TestShortfalls(t *testing.T) {
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	job := []corev1.Pod{gpuPod(0, "first", "launcher", "", ""), gpuPod(0, "first", "node", "4", ""), gpuPod(1, "first", "node", "4", "")}
+	finished := gpuPod(2, "first", "node", "4", "")
+	finished.Status.Phase = corev1.PodSucceeded
+	training := []corev1.Pod{gpuPod(0, "tr", "node", "4", "training"), gpuPod(1, "tr", "node", "4", "training")}
+	scoped := func(q corev1.ResourceQuota) corev1.ResourceQuota {
+		q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+			ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"training"}}}}
+		return q
+	}
+	cases := []struct {
+		name   string
+		quotas []corev1.ResourceQuota
+		pods   []corev1.Pod
+		want   []string
+	}{{
+		name:   "the status counts every pod",
+		quotas: []corev1.ResourceQuota{usedQuota("q", list("requests.nvidia.com/gpu", "16", "pods", "10"), list("requests.nvidia.com/gpu", "8", "pods", "3"))},
+		pods:   job,
+	}, {
+		name:   "a recompute missed a Worker",
+		quotas: []corev1.ResourceQuota{usedQuota("q", list("requests.nvidia.com/gpu", "16", "pods", "10"), list("requests.nvidia.com/gpu", "4", "pods", "2"))},
+		pods:   job,
+		want: []string{
+			"ResourceQuota team-a/q counts 2 of pods in status.used where the pods that exist charge 3",
+			"ResourceQuota team-a/q counts 4 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8",
+		},
+	}, {
+		name:   "a finished pod charges nothing; a status not yet giving it back counts more",
+		quotas: []corev1.ResourceQuota{usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "12"))},
+		pods:   append(job[1:], finished),
+	}, {
+		name: "every name pods are charged for, in any spelling; object counts are not compared",
+		quotas: []corev1.ResourceQuota{usedQuota("q",
+			list("cpu", "10", "requests.cpu", "10", "limits.cpu", "10", "count/pods", "10", "count/secrets", "10"),
+			list("cpu", "3", "requests.cpu", "2", "limits.cpu", "3", "count/pods", "3", "count/secrets", "0"))},
+		pods: job,
+		want: []string{"ResourceQuota team-a/q counts 2 of requests.cpu in status.used where the pods that exist charge 3"},
+	}, {
+		name: "a scoped quota counts the pods it selects only",
+		quotas: []corev1.ResourceQuota{
+			scoped(usedQuota("training", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4"))),
+			usedQuota("all", list("requests.nvidia.com/gpu", "32"), list("requests.nvidia.com/gpu", "16")),
+		},
+		pods: append(append([]corev1.Pod{}, job...), training...),
+		want: []string{"ResourceQuota team-a/training counts 4 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8"},
+	}, {
+		name:   "a used name missing counts as none",
+		quotas: []corev1.ResourceQuota{usedQuota("q", list("requests.nvidia.com/gpu", "16"), nil)},
+		pods:   job,
+		want:   []string{"ResourceQuota team-a/q counts 0 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, s := range Shortfalls(tc.quotas, tc.pods, now) {
+				got = append(got, s.String())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Shortfalls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An entry whose pods all exist is released only once the leader has seen
+// them exist for settle and the namespace's quota counts them: a recompute
+// of the quota controller that missed them keeps the entry (a Warning
+// Event says why) until a later count has them, or for behindTrust at most.
+func TestRetirerKeepsEntriesUntilTheQuotaCountsThePods(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	setup := func(t *testing.T) (*Retirer, client.Client, *events.FakeRecorder, *time.Time) {
+		e := entry("first", 2)
+		res := &v1alpha1.QuotaReservation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "mpiguard-system", Name: "team-a"},
+			Spec:       v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{e}},
+		}
+		js := jobSetOf("first", "")
+		objs := []client.Object{res,
+			&trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "first"}},
+			&jobsetv1alpha2.JobSet{ObjectMeta: js.ObjectMeta},
+		}
+		q := usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4"))
+		objs = append(objs, &q)
+		for _, p := range []corev1.Pod{gpuPod(0, "first", "launcher", "", ""), gpuPod(0, "first", "node", "4", ""), gpuPod(1, "first", "node", "4", "")} {
+			objs = append(objs, &p)
+		}
+		c := fake.NewClientBuilder().WithScheme(retirerScheme(t)).WithObjects(objs...).Build()
+		now := start
+		recorder := events.NewFakeRecorder(10)
+		r := &Retirer{client: c, live: c, recorder: recorder, namespace: "mpiguard-system",
+			now: func() time.Time { return now }, deleted: lru.New(deletedJobs), podsSeen: lru.New(deletedJobs)}
+		return r, c, recorder, &now
+	}
+	reconcileAt := func(t *testing.T, r *Retirer) reconcile.Result {
+		t.Helper()
+		got, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "mpiguard-system", Name: "team-a"}})
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		return got
+	}
+	held := func(t *testing.T, c client.Client) bool {
+		t.Helper()
+		var res v1alpha1.QuotaReservation
+		err := c.Get(ctx, client.ObjectKey{Namespace: "mpiguard-system", Name: "team-a"}, &res)
+		return err == nil && len(res.Spec.Entries) == 1
+	}
+	event := func(t *testing.T, recorder *events.FakeRecorder) string {
+		t.Helper()
+		select {
+		case e := <-recorder.Events:
+			return e
+		default:
+			t.Fatal("no event recorded")
+			return ""
+		}
+	}
+	count := func(t *testing.T, c client.Client, gpus string) {
+		t.Helper()
+		var q corev1.ResourceQuota
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "q"}, &q); err != nil {
+			t.Fatal(err)
+		}
+		q.Status.Used = list("requests.nvidia.com/gpu", gpus)
+		if err := c.Update(ctx, &q); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("kept while the quota counts 4 of the 8 GPUs, released once it counts 8", func(t *testing.T) {
+		r, c, recorder, now := setup(t)
+		if got := reconcileAt(t, r); !held(t, c) || got.RequeueAfter != settle+100*time.Millisecond {
+			t.Fatalf("pods just seen: held %v, requeue %v; want held, requeue after %v", held(t, c), got.RequeueAfter, settle)
+		}
+		*now = start.Add(settle)
+		if got := reconcileAt(t, r); !held(t, c) || got.RequeueAfter != behindRecheck+100*time.Millisecond {
+			t.Fatalf("quota behind: held %v, requeue %v; want held, requeue after %v", held(t, c), got.RequeueAfter, behindRecheck)
+		}
+		want := "Warning QuotaStatusBehind ResourceQuota team-a/q counts 4 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8: its controller's last count missed pods created meanwhile; the entries of team-a/first, whose pods exist, are kept until it counts them (at most 6m0s)"
+		if got := event(t, recorder); !strings.HasPrefix(got, want) {
+			t.Errorf("event:\n got %s\nwant %s", got, want)
+		}
+		*now = start.Add(settle + behindRecheck)
+		reconcileAt(t, r)
+		if len(recorder.Events) != 0 {
+			t.Errorf("the same shortfall reported again: %s", <-recorder.Events)
+		}
+		count(t, c, "8")
+		reconcileAt(t, r)
+		if held(t, c) {
+			t.Fatal("the quota counts the pods: the entry should be released")
+		}
+		if got := event(t, recorder); !strings.Contains(got, "Normal PodsCreated") {
+			t.Errorf("event %q, want PodsCreated", got)
+		}
+	})
+
+	t.Run("released after behindTrust when the quota never counts them", func(t *testing.T) {
+		r, c, recorder, now := setup(t)
+		reconcileAt(t, r)
+		*now = start.Add(settle)
+		reconcileAt(t, r)
+		if got := event(t, recorder); !strings.Contains(got, "QuotaStatusBehind") {
+			t.Fatalf("event %q, want QuotaStatusBehind", got)
+		}
+		*now = start.Add(settle + behindTrust - time.Second)
+		reconcileAt(t, r)
+		if !held(t, c) {
+			t.Fatal("released before behindTrust")
+		}
+		*now = start.Add(settle + behindTrust)
+		reconcileAt(t, r)
+		if held(t, c) {
+			t.Fatal("still held after behindTrust")
+		}
+		if got := event(t, recorder); !strings.Contains(got, "still so after 6m0s: the entries of team-a/first are released") {
+			t.Errorf("event %q, want the release despite the shortfall", got)
+		}
+	})
+}
