@@ -10,6 +10,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
@@ -64,9 +65,11 @@ type Retirer struct {
 	// podsSeen is when this leader first saw every pod of an entry's job
 	// exist (admissionKey): the entry waits settle after it (counted.go).
 	podsSeen *lru.Cache
-	// behind is, per governed namespace, since when this leader has found a
-	// quota there counting less than the pods that exist (*behindState).
-	behind sync.Map
+	// suspect holds the governed namespaces where a quota's count may have
+	// been recomputed since (quotaEvents), checked those this leader has
+	// compared once, and behind, per namespace, the account of its quotas
+	// behind their pods it last reported (recount.go).
+	suspect, checked, behind sync.Map
 }
 
 // deletedJobs bounds the deletions remembered: far more than the entries a
@@ -88,6 +91,8 @@ func SetupRetirer(mgr ctrl.Manager, namespace string) error {
 		Watches(&trainer.TrainJob{}, r.jobEvents()).
 		// Pods that now exist are counted by the quota: their entry can go.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.reservationOf)).
+		// A quota's count recomputed may have missed pods just created: compare it live.
+		Watches(&corev1.ResourceQuota{}, r.quotaEvents()).
 		Complete(r)
 }
 
@@ -122,6 +127,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			entriesHeld.DeleteLabelValues(req.Name)
 			statusBehind.DeleteLabelValues(req.Name)
 			r.behind.Delete(req.Name)
+			r.checked.Delete(req.Name)
 			forgetReserved(req.Name)
 			r.reported.Delete(req.Name)
 			return reconcile.Result{}, nil
@@ -156,13 +162,13 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			return reconcile.Result{}, err
 		}
 	}
-	if err := r.holdUntilCounted(ctx, res, verdicts, now); err != nil {
+	record, next, err := r.recount(ctx, res, verdicts, now)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	var (
 		keep     []v1alpha1.ReservationEntry
 		released []releasedEntry
-		next     time.Time
 	)
 	for i := range res.Spec.Entries {
 		e, v := &res.Spec.Entries[i], verdicts[i]
@@ -175,8 +181,8 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			next = v.recheck
 		}
 	}
-	if len(released) > 0 {
-		if res, keep, released, err = r.release(ctx, res, released); err != nil {
+	if len(released) > 0 || !equality.Semantic.DeepEqual(record, res.Spec.Uncounted) {
+		if res, keep, released, err = r.release(ctx, res, released, record); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 		for _, rel := range released {
@@ -243,7 +249,7 @@ func (r *Retirer) job(ctx context.Context, reader client.Reader, ns, name string
 // and the same entries removed from it, without deciding again: a release
 // is final (pods exist, the job finished, is suspended, was deleted or never
 // appeared past its grace), and entries admitted since are not among them.
-func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, released []releasedEntry) (*v1alpha1.QuotaReservation, []v1alpha1.ReservationEntry, []releasedEntry, error) {
+func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, released []releasedEntry, uncounted []v1alpha1.UncountedUsage) (*v1alpha1.QuotaReservation, []v1alpha1.ReservationEntry, []releasedEntry, error) {
 	var keep []v1alpha1.ReservationEntry
 	var gone []releasedEntry
 	first := true
@@ -264,10 +270,10 @@ func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, r
 		}
 		first = false
 		keep, gone = withoutReleased(res.Spec.Entries, released)
-		if len(gone) == 0 {
+		if len(gone) == 0 && equality.Semantic.DeepEqual(uncounted, res.Spec.Uncounted) {
 			return nil
 		}
-		return r.write(ctx, res, keep)
+		return r.write(ctx, res, keep, uncounted)
 	})
 	return res, keep, gone, err
 }
@@ -304,13 +310,15 @@ func sameAdmission(a, b *v1alpha1.ReservationEntry) bool {
 
 // write stores the entries kept, with the resourceVersion read: an admission
 // that appended an entry since makes it conflict rather than be lost. An
-// object left without entries is deleted, under the same precondition.
-func (r *Retirer) write(ctx context.Context, res *v1alpha1.QuotaReservation, keep []v1alpha1.ReservationEntry) error {
-	if len(keep) == 0 {
+// object left without entries or a record of uncounted usage is deleted,
+// under the same precondition.
+func (r *Retirer) write(ctx context.Context, res *v1alpha1.QuotaReservation, keep []v1alpha1.ReservationEntry, uncounted []v1alpha1.UncountedUsage) error {
+	if len(keep) == 0 && len(uncounted) == 0 {
 		return r.client.Delete(ctx, res, client.Preconditions{ResourceVersion: &res.ResourceVersion, UID: &res.UID})
 	}
 	out := res.DeepCopy()
 	out.Spec.Entries = keep
+	out.Spec.Uncounted = uncounted
 	out.Spec.Format = Format
 	return r.client.Update(ctx, out)
 }

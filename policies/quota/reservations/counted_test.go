@@ -2,6 +2,7 @@ package reservations
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,49 +115,63 @@ func TestShortfalls(t *testing.T) {
 	}
 }
 
-// An entry whose pods all exist is released only once the leader has seen
-// them exist for settle and the namespace's quota counts them: a recompute
-// of the quota controller that missed them keeps the entry (a Warning
-// Event says why) until a later count has them, or for behindTrust at most.
-func TestRetirerKeepsEntriesUntilTheQuotaCountsThePods(t *testing.T) {
+// The leader compares the quota with the pods live on its first reconcile
+// of the namespace, when a count may have been recomputed, before it
+// releases an entry whose pods exist (settle after it first saw them), and
+// while a difference is recorded: a quota controller's recompute that
+// missed the job's pods is recorded in spec.uncounted (admission adds it to
+// status.used), kept after the entry goes, removed once the quota counts
+// the pods, or dropped after behindTrust.
+func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	key := client.ObjectKey{Namespace: "mpiguard-system", Name: "team-a"}
 	setup := func(t *testing.T) (*Retirer, client.Client, *events.FakeRecorder, *time.Time) {
-		e := entry("first", 2)
 		res := &v1alpha1.QuotaReservation{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "mpiguard-system", Name: "team-a"},
-			Spec:       v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{e}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec:       v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{entry("first", 2)}},
 		}
 		js := jobSetOf("first", "")
-		objs := []client.Object{res,
+		q := usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4"))
+		objs := []client.Object{res, &q,
 			&trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "first"}},
 			&jobsetv1alpha2.JobSet{ObjectMeta: js.ObjectMeta},
 		}
-		q := usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4"))
-		objs = append(objs, &q)
 		for _, p := range []corev1.Pod{gpuPod(0, "first", "launcher", "", ""), gpuPod(0, "first", "node", "4", ""), gpuPod(1, "first", "node", "4", "")} {
 			objs = append(objs, &p)
 		}
 		c := fake.NewClientBuilder().WithScheme(retirerScheme(t)).WithObjects(objs...).Build()
 		now := start
 		recorder := events.NewFakeRecorder(10)
-		r := &Retirer{client: c, live: c, recorder: recorder, namespace: "mpiguard-system",
+		r := &Retirer{client: c, live: c, recorder: recorder, namespace: key.Namespace,
 			now: func() time.Time { return now }, deleted: lru.New(deletedJobs), podsSeen: lru.New(deletedJobs)}
 		return r, c, recorder, &now
 	}
 	reconcileAt := func(t *testing.T, r *Retirer) reconcile.Result {
 		t.Helper()
-		got, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "mpiguard-system", Name: "team-a"}})
+		got, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
 		if err != nil {
 			t.Fatalf("Reconcile: %v", err)
 		}
 		return got
 	}
-	held := func(t *testing.T, c client.Client) bool {
+	// stored is the object's entries and record, "gone" when deleted.
+	stored := func(t *testing.T, c client.Client) string {
 		t.Helper()
 		var res v1alpha1.QuotaReservation
-		err := c.Get(ctx, client.ObjectKey{Namespace: "mpiguard-system", Name: "team-a"}, &res)
-		return err == nil && len(res.Spec.Entries) == 1
+		if err := c.Get(ctx, key, &res); err != nil {
+			return "gone"
+		}
+		var out []string
+		for _, e := range res.Spec.Entries {
+			out = append(out, "entry "+e.TrainJob)
+		}
+		for _, u := range res.Spec.Uncounted {
+			for name, q := range u.Usage {
+				out = append(out, fmt.Sprintf("uncounted %s %s %s since %s", u.ResourceQuota, name, q.String(), u.Since.UTC().Format(time.TimeOnly)))
+			}
+		}
+		return strings.Join(out, "; ")
 	}
 	event := func(t *testing.T, recorder *events.FakeRecorder) string {
 		t.Helper()
@@ -180,54 +195,99 @@ func TestRetirerKeepsEntriesUntilTheQuotaCountsThePods(t *testing.T) {
 		}
 	}
 
-	t.Run("kept while the quota counts 4 of the 8 GPUs, released once it counts 8", func(t *testing.T) {
+	t.Run("recorded while the quota counts 4 of the 8 GPUs, removed once it counts 8", func(t *testing.T) {
 		r, c, recorder, now := setup(t)
-		if got := reconcileAt(t, r); !held(t, c) || got.RequeueAfter != settle+100*time.Millisecond {
-			t.Fatalf("pods just seen: held %v, requeue %v; want held, requeue after %v", held(t, c), got.RequeueAfter, settle)
+		got := reconcileAt(t, r)
+		if want := "entry first; uncounted q requests.nvidia.com/gpu 4 since 09:00:00"; stored(t, c) != want || got.RequeueAfter != settle+100*time.Millisecond {
+			t.Fatalf("first reconcile: %q, requeue %v; want %q, requeue after %v", stored(t, c), got.RequeueAfter, want, settle)
 		}
-		*now = start.Add(settle)
-		if got := reconcileAt(t, r); !held(t, c) || got.RequeueAfter != behindRecheck+100*time.Millisecond {
-			t.Fatalf("quota behind: held %v, requeue %v; want held, requeue after %v", held(t, c), got.RequeueAfter, behindRecheck)
-		}
-		want := "Warning QuotaStatusBehind ResourceQuota team-a/q counts 4 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8: its controller's last count missed pods created meanwhile; the entries of team-a/first, whose pods exist, are kept until it counts them (at most 6m0s)"
+		want := "Warning QuotaStatusBehind ResourceQuota team-a/q counts 4 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8: its controller's last count missed pods created meanwhile; mpiguard counts the difference as used until it counts those pods (at most 6m0s)"
 		if got := event(t, recorder); !strings.HasPrefix(got, want) {
 			t.Errorf("event:\n got %s\nwant %s", got, want)
 		}
-		*now = start.Add(settle + behindRecheck)
-		reconcileAt(t, r)
+		*now = start.Add(settle)
+		if got := reconcileAt(t, r); stored(t, c) != "uncounted q requests.nvidia.com/gpu 4 since 09:00:00" || got.RequeueAfter != behindRecheck+100*time.Millisecond {
+			t.Fatalf("after settle: %q, requeue %v; want the entry released, the record kept, requeue after %v", stored(t, c), got.RequeueAfter, behindRecheck)
+		}
+		if got := event(t, recorder); !strings.Contains(got, "Normal PodsCreated") {
+			t.Errorf("event %q, want PodsCreated", got)
+		}
 		if len(recorder.Events) != 0 {
 			t.Errorf("the same shortfall reported again: %s", <-recorder.Events)
 		}
 		count(t, c, "8")
 		reconcileAt(t, r)
-		if held(t, c) {
-			t.Fatal("the quota counts the pods: the entry should be released")
+		if got := stored(t, c); got != "gone" {
+			t.Fatalf("the quota counts the pods: %q, want the object deleted", got)
+		}
+	})
+
+	t.Run("dropped after behindTrust when the quota never counts them", func(t *testing.T) {
+		r, c, recorder, now := setup(t)
+		reconcileAt(t, r)
+		event(t, recorder)
+		*now = start.Add(behindTrust - time.Second)
+		reconcileAt(t, r)
+		if got := stored(t, c); got != "uncounted q requests.nvidia.com/gpu 4 since 09:00:00" {
+			t.Fatalf("before behindTrust: %q", got)
 		}
 		if got := event(t, recorder); !strings.Contains(got, "Normal PodsCreated") {
 			t.Errorf("event %q, want PodsCreated", got)
 		}
+		*now = start.Add(behindTrust)
+		reconcileAt(t, r)
+		if got := stored(t, c); got != "gone" {
+			t.Fatalf("after behindTrust: %q, want the record dropped", got)
+		}
+		if got := event(t, recorder); !strings.Contains(got, "still so after 6m0s: mpiguard no longer counts the difference") {
+			t.Errorf("event %q, want the record dropped despite the shortfall", got)
+		}
 	})
+}
 
-	t.Run("released after behindTrust when the quota never counts them", func(t *testing.T) {
-		r, c, recorder, now := setup(t)
-		reconcileAt(t, r)
-		*now = start.Add(settle)
-		reconcileAt(t, r)
-		if got := event(t, recorder); !strings.Contains(got, "QuotaStatusBehind") {
-			t.Fatalf("event %q, want QuotaStatusBehind", got)
+func TestRecounted(t *testing.T) {
+	q := func(used corev1.ResourceList) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{Status: corev1.ResourceQuotaStatus{Used: used}}
+	}
+	cases := []struct {
+		name      string
+		old, cur  corev1.ResourceList
+		recounted bool
+	}{
+		{"the apiserver charged a pod", list("requests.nvidia.com/gpu", "4"), list("requests.nvidia.com/gpu", "8"), false},
+		{"a recompute went down", list("requests.nvidia.com/gpu", "8"), list("requests.nvidia.com/gpu", "4"), true},
+		{"a first count", nil, list("requests.nvidia.com/gpu", "4"), true},
+		{"an object count went down", list("count/secrets", "4", "pods", "2"), list("count/secrets", "3", "pods", "2"), false},
+		{"unchanged", list("pods", "2"), list("pods", "2"), false},
+	}
+	for _, tc := range cases {
+		if got := recounted(q(tc.old), q(tc.cur)); got != tc.recounted {
+			t.Errorf("%s: recounted %v, want %v", tc.name, got, tc.recounted)
 		}
-		*now = start.Add(settle + behindTrust - time.Second)
-		reconcileAt(t, r)
-		if !held(t, c) {
-			t.Fatal("released before behindTrust")
+	}
+}
+
+// Admission reads a quota as counting what the leader found its status
+// lacks; a record of a quota deleted since changes nothing.
+func TestWithUncounted(t *testing.T) {
+	quotas := []corev1.ResourceQuota{
+		usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4", "pods", "2")),
+		usedQuota("other", list("pods", "10"), nil),
+	}
+	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Uncounted: []v1alpha1.UncountedUsage{
+		{ResourceQuota: "q", Usage: list("requests.nvidia.com/gpu", "4", "pods", "1")},
+		{ResourceQuota: "gone", Usage: list("pods", "1")},
+		{ResourceQuota: "other", Usage: list("pods", "1")},
+	}}}
+	withUncounted(quotas, res)
+	got := map[string]string{}
+	for _, q := range quotas {
+		for name, v := range q.Status.Used {
+			got[q.Name+" "+string(name)] = v.String()
 		}
-		*now = start.Add(settle + behindTrust)
-		reconcileAt(t, r)
-		if held(t, c) {
-			t.Fatal("still held after behindTrust")
-		}
-		if got := event(t, recorder); !strings.Contains(got, "still so after 6m0s: the entries of team-a/first are released") {
-			t.Errorf("event %q, want the release despite the shortfall", got)
-		}
-	})
+	}
+	want := map[string]string{"q requests.nvidia.com/gpu": "8", "q pods": "3", "other pods": "1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status.used (-want +got):\n%s", diff)
+	}
 }

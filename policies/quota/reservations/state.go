@@ -36,7 +36,8 @@ type State struct {
 type RenderStored func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error)
 
 // ReadState reads, for the quota decisions of namespace ns, the
-// ResourceQuotas (LiveQuotas) and what is held against them: every entry of
+// ResourceQuotas (LiveQuotas, with what res records their status.used
+// lacks of the pods that exist added to it) and what is held against them: every entry of
 // res, and TrainJobs that will create pods but have no entry (admitted before
 // mpiguard kept reservations, or while its webhook was bypassed), each less
 // the pods that exist. cache lists pods and TrainJobs; live reads the quotas.
@@ -49,6 +50,9 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 	if err != nil {
 		return State{}, err
 	}
+	// What a quota's count missed of the pods that exist, as the leader
+	// found it (counted.go), is used as status.used is.
+	withUncounted(quotas, res)
 	holders := Holders(res, existing)
 	var jobs trainer.TrainJobList
 	if err := cache.List(ctx, &jobs, client.InNamespace(ns)); err != nil {

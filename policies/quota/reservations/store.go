@@ -35,9 +35,10 @@ const MaxEntries = 1000
 // when it rewrites an object: its Go type does not have the field, so the
 // decode loses it and the write stores the loss (a rolling upgrade runs old
 // and new replicas side by side; with spec.objectShapes, an old replica's
-// rewrite would have left entries charging no object counts). Builds since
-// format 1 refuse an object of a newer format instead (NewerFormatError).
-const Format = 1
+// rewrite would have left entries charging no object counts; format 2 adds
+// spec.uncounted). Builds since format 1 refuse an object of a newer format
+// instead (NewerFormatError).
+const Format = 2
 
 // NewerFormatError says a QuotaReservation was written by a newer mpiguard
 // than this replica: rewriting it would drop what this build does not know.

@@ -73,6 +73,11 @@ func validEntries(res *v1alpha1.QuotaReservation) field.ErrorList {
 			errs = append(errs, validPart(res, &e.Parts[j], path.Child("parts").Index(j))...)
 		}
 	}
+	// spec.uncounted has a schema; a negative amount, which it allows,
+	// would give quota back.
+	for i := range res.Spec.Uncounted {
+		errs = append(errs, nonNegative(res.Spec.Uncounted[i].Usage, field.NewPath("spec", "uncounted").Index(i).Child("usage"))...)
+	}
 	return errs
 }
 

@@ -175,7 +175,7 @@ var _ = Describe("quota reservations", func() {
 		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
 			Should(MatchError(And(ContainSubstring(field), ContainSubstring("edited by hand"), ContainSubstring("kubectl edit quotareservation"))),
 				"a create decided on the hand-broken entry")
-		Eventually(func() []string { return invalidEntriesEvents(ctx, ns) }).
+		Eventually(func() []string { return reservationEvents(ctx, ns, reservations.ReasonInvalidEntries) }).
 			Should(ContainElement(ContainSubstring(field)), "no Warning Event on the QuotaReservation saying which field")
 
 		setWorkerShape(original)
@@ -214,7 +214,7 @@ var _ = Describe("quota reservations", func() {
 		Eventually(func() error { return env.Client.Create(ctx, second(broken), client.DryRunAll) }).
 			Should(MatchError(refusal), "a dry run decided on an object mpiguard cannot read")
 		Expect(env.Client.Create(ctx, second(broken))).To(MatchError(refusal), "a create decided on an object mpiguard cannot read")
-		Eventually(func() []string { return invalidEntriesEvents(ctx, broken) }).
+		Eventually(func() []string { return reservationEvents(ctx, broken, reservations.ReasonInvalidEntries) }).
 			Should(ContainElement(ContainSubstring("spec.entries[0]")), "no Warning Event on the QuotaReservation saying which entry")
 
 		// Elsewhere nothing changes: creates are decided, and the leader's
@@ -245,15 +245,15 @@ var _ = Describe("quota reservations", func() {
 	})
 })
 
-// invalidEntriesEvents returns the messages of the InvalidEntries Warning
-// Events on governed namespace ns's QuotaReservation.
-func invalidEntriesEvents(ctx context.Context, ns string) []string {
+// reservationEvents returns the messages of the Events of reason on governed
+// namespace ns's QuotaReservation.
+func reservationEvents(ctx context.Context, ns, reason string) []string {
 	GinkgoHelper()
 	var events corev1.EventList
 	Expect(env.Client.List(ctx, &events, client.InNamespace(env.PolicyNamespace))).To(Succeed())
 	var out []string
 	for _, e := range events.Items {
-		if e.InvolvedObject.Name == ns && e.Reason == reservations.ReasonInvalidEntries {
+		if e.InvolvedObject.Name == ns && e.Reason == reason {
 			out = append(out, e.Message)
 		}
 	}

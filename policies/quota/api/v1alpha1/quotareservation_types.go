@@ -76,12 +76,36 @@ type QuotaReservationSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Entries []ReservationEntry `json:"entries,omitempty"`
+	// uncounted is, per ResourceQuota of the namespace, what its
+	// status.used counts less than the pods that exist charge it, as the
+	// elected leader last read both: kube-controller-manager's quota
+	// controller recomputes status.used from the pods its informer has seen,
+	// and a recompute that raced pods' creates leaves them out until its
+	// next sync. Admission adds it to status.used; the leader removes it
+	// once the quota counts those pods (docs/quota.md).
+	// +listType=atomic
+	// +optional
+	Uncounted []UncountedUsage `json:"uncounted,omitempty"`
 
 	// DecodeError is, in a spec read back, what kept it from decoding (nil
 	// when it did): a value of the wrong type in spec.entries, edited by
 	// hand (UnmarshalJSON). The spec is then empty, not half-decoded.
 	// Never stored.
 	DecodeError *SpecDecodeError `json:"-"`
+}
+
+// UncountedUsage is what one ResourceQuota's status.used lacks of the pods
+// that exist.
+type UncountedUsage struct {
+	// resourceQuota is the quota's name in spec.namespace.
+	// +kubebuilder:validation:MinLength=1
+	ResourceQuota string `json:"resourceQuota"`
+	// since is when the leader first found the quota counting less than its
+	// pods: after a while (longer than the quota controller's full resync)
+	// the record is dropped, as a difference mpiguard cannot explain.
+	Since metav1.Time `json:"since"`
+	// usage is what status.used lacks, by quota resource name.
+	Usage corev1.ResourceList `json:"usage"`
 }
 
 // ReservationEntry is what one admitted TrainJob holds.

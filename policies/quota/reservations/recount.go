@@ -1,0 +1,122 @@
+package reservations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+)
+
+// RBAC (ClusterRole): the leader compares the namespace's ResourceQuotas
+// with its pods, both read live, when a quota may count less than the pods.
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
+
+// quotaEvents queues the reservation of a quota's namespace when its count
+// may have been recomputed (recounted), and marks the namespace to be
+// compared live on its next reconcile.
+func (r *Retirer) quotaEvents() handler.EventHandler {
+	enqueue := handler.EnqueueRequestsFromMapFunc(r.reservationOf)
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, okOld := e.ObjectOld.(*corev1.ResourceQuota)
+			cur, okCur := e.ObjectNew.(*corev1.ResourceQuota)
+			if okOld && okCur && recounted(old, cur) {
+				r.suspect.Store(cur.Namespace, struct{}{})
+				enqueue.Update(ctx, e, q)
+			}
+		},
+	}
+}
+
+// recount settles the entries that verdicts release for PodsCreated (each
+// kept until settle after this leader first saw its pods), and returns
+// spec.uncounted as it should be now: read live when a quota may count less
+// than the namespace's pods (a recount seen, a record to confirm, an entry
+// due for release, or the first reconcile of the namespace by this leader),
+// else as it is. recheck is when to compare again (zero: on the next event).
+func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) (record []v1alpha1.UncountedUsage, recheck time.Time, err error) {
+	ns := res.Spec.Namespace
+	var due []string // the podsSeen keys of entries released for PodsCreated
+	for i := range verdicts {
+		if verdicts[i].release != ReasonPodsCreated {
+			continue
+		}
+		key := admissionKey(&res.Spec.Entries[i])
+		seen := now
+		if t, ok := r.podsSeen.Get(key); ok {
+			seen = t.(time.Time)
+		} else {
+			r.podsSeen.Add(key, now)
+		}
+		if until := seen.Add(settle); now.Before(until) {
+			verdicts[i] = verdict{recheck: until}
+			continue
+		}
+		due = append(due, key)
+	}
+	_, suspect := r.suspect.LoadAndDelete(ns)
+	_, checked := r.checked.LoadOrStore(ns, struct{}{})
+	if !suspect && checked && len(due) == 0 && len(res.Spec.Uncounted) == 0 {
+		return res.Spec.Uncounted, time.Time{}, nil
+	}
+	quotas, err := LiveQuotas(ctx, r.client, r.live, ns)
+	var notSynced *NotSyncedError
+	if errors.As(err, &notSynced) {
+		// Admission refuses against it until its controller counts it; compare then.
+		r.suspect.Store(ns, struct{}{})
+		return res.Spec.Uncounted, now.Add(behindRecheck), nil
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var pods corev1.PodList
+	if err := r.live.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return nil, time.Time{}, fmt.Errorf("listing the pods of %q: %w", ns, err)
+	}
+	short := Shortfalls(quotas, pods.Items, now)
+	record, expired := uncountedNow(res.Spec.Uncounted, short, now)
+	for _, key := range due {
+		r.podsSeen.Remove(key)
+	}
+	r.report(ctx, res, short, expired)
+	if len(record) == 0 {
+		return nil, time.Time{}, nil
+	}
+	return record, now.Add(behindRecheck), nil
+}
+
+// report says, once per change, which quotas of the namespace count less
+// than its pods (a Warning Event on res, a log line), and sets the gauge.
+func (r *Retirer) report(ctx context.Context, res *v1alpha1.QuotaReservation, short, expired []Shortfall) {
+	ns := res.Spec.Namespace
+	if len(short) == 0 {
+		r.behind.Delete(ns)
+		statusBehind.DeleteLabelValues(ns)
+		return
+	}
+	statusBehind.WithLabelValues(ns).Set(1)
+	msg := describeUncounted(short, false)
+	if len(expired) > 0 {
+		msg = describeUncounted(expired, true)
+	}
+	if prev, _ := r.behind.Swap(ns, msg); prev == msg {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("a ResourceQuota counts less than the pods that exist", "namespace", ns, "detail", msg)
+	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, ReasonQuotaStatusBehind, "Recount", "%s", msg)
+}
+
+// admissionKey names the admission that wrote entry e (sameAdmission).
+func admissionKey(e *v1alpha1.ReservationEntry) string {
+	return fmt.Sprintf("%s/%s/%s/%s/%d", e.TrainJob, e.UID, e.RequestUID, e.Operation, e.AdmittedAt.UnixNano())
+}
