@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +27,7 @@ import (
 // requesting gpus GPUs and 1 CPU (requests and limits), of priority class pc.
 func gpuPod(i int, job, replicatedJob, gpus, pc string) corev1.Pod {
 	p := pod(i, job, replicatedJob, corev1.PodRunning)
-	p.Namespace = "team-a"
+	p.Namespace, p.UID = "team-a", types.UID("uid-"+p.Name)
 	res := corev1.ResourceList{"cpu": resource.MustParse("1")}
 	if gpus != "" {
 		res["nvidia.com/gpu"] = resource.MustParse(gpus)
@@ -289,5 +290,22 @@ func TestWithUncounted(t *testing.T) {
 	want := map[string]string{"q requests.nvidia.com/gpu": "8", "q pods": "3", "other pods": "1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("status.used (-want +got):\n%s", diff)
+	}
+}
+
+// A pod that finished between the two lists may already have been given
+// back by the quota, and one created between them may not be in the quota
+// read before: neither counts when a shortfall is confirmed.
+func TestChargedInBoth(t *testing.T) {
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	running, finishing, created := gpuPod(0, "a", "node", "4", ""), gpuPod(1, "a", "node", "4", ""), gpuPod(2, "a", "node", "4", "")
+	finished := finishing
+	finished.Status.Phase = corev1.PodSucceeded
+	var got []string
+	for _, p := range chargedInBoth([]corev1.Pod{running, finishing}, []corev1.Pod{running, finished, created}, now) {
+		got = append(got, p.Name)
+	}
+	if diff := cmp.Diff([]string{"a-node-0"}, got); diff != "" {
+		t.Errorf("chargedInBoth (-want +got):\n%s", diff)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,7 +70,7 @@ func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, v
 	if !suspect && checked && len(due) == 0 && len(res.Spec.Uncounted) == 0 {
 		return res.Spec.Uncounted, time.Time{}, nil
 	}
-	quotas, err := LiveQuotas(ctx, r.client, r.live, ns)
+	short, err := r.compare(ctx, ns, now)
 	var notSynced *NotSyncedError
 	if errors.As(err, &notSynced) {
 		// Admission refuses against it until its controller counts it; compare then.
@@ -79,11 +80,6 @@ func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, v
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	var pods corev1.PodList
-	if err := r.live.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return nil, time.Time{}, fmt.Errorf("listing the pods of %q: %w", ns, err)
-	}
-	short := Shortfalls(quotas, pods.Items, now)
 	record, expired := uncountedNow(res.Spec.Uncounted, short, now)
 	for _, key := range due {
 		r.podsSeen.Remove(key)
@@ -93,6 +89,56 @@ func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, v
 		return nil, time.Time{}, nil
 	}
 	return record, now.Add(behindRecheck), nil
+}
+
+// compare reads the namespace's pods and then its quotas live, and returns
+// what the quotas count less than the pods charge (Shortfalls). In that
+// order a pod listed was charged before the quotas were read (the apiserver
+// charges a pod before it stores it); a pod that finished in between may
+// have been given back already, so a shortfall found is confirmed against a
+// second list: only pods charged in both count.
+func (r *Retirer) compare(ctx context.Context, ns string, now time.Time) ([]Shortfall, error) {
+	before, err := r.livePods(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	quotas, err := LiveQuotas(ctx, r.client, r.live, ns)
+	if err != nil {
+		return nil, err
+	}
+	short := Shortfalls(quotas, before, now)
+	if len(short) == 0 {
+		return nil, nil
+	}
+	after, err := r.livePods(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	return Shortfalls(quotas, chargedInBoth(before, after, now), now), nil
+}
+
+func (r *Retirer) livePods(ctx context.Context, ns string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.live.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing the pods of %q: %w", ns, err)
+	}
+	return pods.Items, nil
+}
+
+// chargedInBoth is the pods charged (Charged at now) in both lists, as
+// after has them.
+func chargedInBoth(before, after []corev1.Pod, now time.Time) []corev1.Pod {
+	charged := make(map[types.UID]bool, len(before))
+	for i := range before {
+		charged[before[i].UID] = Charged(&before[i], now)
+	}
+	var out []corev1.Pod
+	for i := range after {
+		if charged[after[i].UID] && Charged(&after[i], now) {
+			out = append(out, after[i])
+		}
+	}
+	return out
 }
 
 // report says, once per change, which quotas of the namespace count less
