@@ -192,6 +192,11 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 	}
 	entriesHeld.WithLabelValues(ns).Set(float64(len(keep)))
+	if _, behind := r.behind.Load(ns); behind {
+		statusBehind.WithLabelValues(ns).Set(1)
+	} else {
+		statusBehind.WithLabelValues(ns).Set(0)
+	}
 	if err := r.observeReserved(ctx, res, keep, existing); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -202,6 +203,9 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 		if want := "entry first; uncounted q requests.nvidia.com/gpu 4 since 09:00:00"; stored(t, c) != want || got.RequeueAfter != settle+100*time.Millisecond {
 			t.Fatalf("first reconcile: %q, requeue %v; want %q, requeue after %v", stored(t, c), got.RequeueAfter, want, settle)
 		}
+		if got := testutil.ToFloat64(statusBehind.WithLabelValues("team-a")); got != 1 {
+			t.Errorf("mpiguard_quota_status_behind{namespace=team-a} %v, want 1", got)
+		}
 		want := "Warning QuotaStatusBehind ResourceQuota team-a/q counts 4 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8: its controller's last count missed pods created meanwhile; mpiguard counts the difference as used until it counts those pods (at most 6m0s)"
 		if got := event(t, recorder); !strings.HasPrefix(got, want) {
 			t.Errorf("event:\n got %s\nwant %s", got, want)
@@ -220,6 +224,9 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 		reconcileAt(t, r)
 		if got := stored(t, c); got != "gone" {
 			t.Fatalf("the quota counts the pods: %q, want the object deleted", got)
+		}
+		if got := testutil.ToFloat64(statusBehind.WithLabelValues("team-a")); got != 0 {
+			t.Errorf("mpiguard_quota_status_behind{namespace=team-a} %v, want 0", got)
 		}
 	})
 

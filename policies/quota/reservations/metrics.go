@@ -14,11 +14,11 @@ var (
 		Name: "mpiguard_quota_reservations_released_total",
 		Help: "Reservation entries released, by reason (PodsCreated, Suspended, Finished, Deleted, NeverCreated, ResumeNotApplied).",
 	}, []string{"reason"})
-	// statusBehind is 1 for a namespace while its entries are kept because
-	// a ResourceQuota there counts less than the pods that exist (counted.go).
+	// statusBehind is, per governed namespace, 1 while a ResourceQuota there
+	// counts less than the pods that exist (counted.go), else 0.
 	statusBehind = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mpiguard_quota_status_behind",
-		Help: "1 while a ResourceQuota of the namespace counts less in status.used than its pods that exist charge (its controller missed pods created meanwhile): entries of jobs whose pods exist are kept meanwhile.",
+		Help: "1 while a ResourceQuota of the namespace counts less in status.used than its pods that exist charge (its controller missed pods created meanwhile; admission counts the difference as used), else 0.",
 	}, []string{"namespace"})
 	// writes counts the writes of entries by admission, by result: a
 	// conflict means another replica wrote first and the decision was made again.

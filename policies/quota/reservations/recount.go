@@ -142,15 +142,14 @@ func chargedInBoth(before, after []corev1.Pod, now time.Time) []corev1.Pod {
 }
 
 // report says, once per change, which quotas of the namespace count less
-// than its pods (a Warning Event on res, a log line), and sets the gauge.
+// than its pods (a Warning Event on res, a log line), and remembers it
+// (r.behind, which the gauge shows).
 func (r *Retirer) report(ctx context.Context, res *v1alpha1.QuotaReservation, short, expired []Shortfall) {
 	ns := res.Spec.Namespace
 	if len(short) == 0 {
 		r.behind.Delete(ns)
-		statusBehind.DeleteLabelValues(ns)
 		return
 	}
-	statusBehind.WithLabelValues(ns).Set(1)
 	msg := describeUncounted(short, false)
 	if len(expired) > 0 {
 		msg = describeUncounted(expired, true)
