@@ -42,12 +42,13 @@ func (r *Retirer) quotaEvents() handler.EventHandler {
 // recount settles the entries that verdicts release for PodsCreated (each
 // kept until settle after this leader first saw its pods), and returns
 // spec.uncounted as it should be now: read live when a quota may count less
-// than the namespace's pods (a recount seen, a record to confirm, an entry
-// due for release, or the first reconcile of the namespace by this leader),
-// else as it is. recheck is when to compare again (zero: on the next event).
+// than the namespace's pods (a recount seen, a record to confirm, a
+// shortfall reported, an entry due for release, or the first reconcile of
+// the namespace by this leader), else as it is. recheck is when to compare
+// again (zero: on the next event).
 func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) (record []v1alpha1.UncountedUsage, recheck time.Time, err error) {
 	ns := res.Spec.Namespace
-	var due []string // the podsSeen keys of entries released for PodsCreated
+	var due []int // entries released for PodsCreated, their pods seen for settle
 	for i := range verdicts {
 		if verdicts[i].release != ReasonPodsCreated {
 			continue
@@ -63,32 +64,42 @@ func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, v
 			verdicts[i] = verdict{recheck: until}
 			continue
 		}
-		due = append(due, key)
+		due = append(due, i)
 	}
 	_, suspect := r.suspect.LoadAndDelete(ns)
 	_, checked := r.checked.LoadOrStore(ns, struct{}{})
-	if !suspect && checked && len(due) == 0 && len(res.Spec.Uncounted) == 0 {
+	_, behind := r.behind.Load(ns)
+	if !suspect && checked && !behind && len(due) == 0 && len(res.Spec.Uncounted) == 0 {
 		return res.Spec.Uncounted, time.Time{}, nil
 	}
 	short, err := r.compare(ctx, ns, now)
 	var notSynced *NotSyncedError
 	if errors.As(err, &notSynced) {
-		// Admission refuses against it until its controller counts it; compare then.
+		// Admission refuses against it until its controller counts it:
+		// compare then, the entries due kept meanwhile (the object with them).
 		r.suspect.Store(ns, struct{}{})
+		for _, i := range due {
+			verdicts[i] = verdict{recheck: now.Add(behindRecheck)}
+		}
 		return res.Spec.Uncounted, now.Add(behindRecheck), nil
 	}
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	record, expired := uncountedNow(res.Spec.Uncounted, short, now)
-	for _, key := range due {
-		r.podsSeen.Remove(key)
+	for _, i := range due {
+		r.podsSeen.Remove(admissionKey(&res.Spec.Entries[i]))
 	}
 	r.report(ctx, res, short, expired)
-	if len(record) == 0 {
-		return nil, time.Time{}, nil
+	switch {
+	case len(record) > 0:
+		return record, now.Add(behindRecheck), nil
+	case len(short) > 0:
+		// Dropped after behindTrust: still compared, less often, so the
+		// gauge (and its alert) clears when the controller catches up.
+		return nil, now.Add(time.Minute), nil
 	}
-	return record, now.Add(behindRecheck), nil
+	return nil, time.Time{}, nil
 }
 
 // compare reads the namespace's pods and then its quotas live, and returns
