@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpiguard/mpiguard/policies/quota/reservations"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -54,6 +55,9 @@ var _ = Describe("quota reservations with the real resourcequota controller", fu
 		Eventually(func() error {
 			return env.Client.Create(ctx, fixtures.TrainJob(ns, "whole-quota", rt.Name).NumNodes(4).NumProcPerNode(4).Obj())
 		}).Should(Succeed())
+
+		By("the controller's recomputes (the pods finished, its resync) were each compared with the pods: none counted less")
+		Expect(reservationEvents(ctx, ns, reservations.ReasonQuotaStatusBehind)).To(BeEmpty())
 	})
 })
 
