@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -175,7 +177,7 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 		}
 		return strings.Join(out, "; ")
 	}
-	event := func(t *testing.T, recorder *events.FakeRecorder) string {
+	nextEvent := func(t *testing.T, recorder *events.FakeRecorder) string {
 		t.Helper()
 		select {
 		case e := <-recorder.Events:
@@ -207,14 +209,14 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 			t.Errorf("mpiguard_quota_status_behind{namespace=team-a} %v, want 1", got)
 		}
 		want := "Warning QuotaStatusBehind ResourceQuota team-a/q counts 4 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8: its controller's last count missed pods created meanwhile; mpiguard counts the difference as used until it counts those pods (at most 6m0s)"
-		if got := event(t, recorder); !strings.HasPrefix(got, want) {
+		if got := nextEvent(t, recorder); !strings.HasPrefix(got, want) {
 			t.Errorf("event:\n got %s\nwant %s", got, want)
 		}
 		*now = start.Add(settle)
 		if got := reconcileAt(t, r); stored(t, c) != "uncounted q requests.nvidia.com/gpu 4 since 09:00:00" || got.RequeueAfter != behindRecheck+100*time.Millisecond {
 			t.Fatalf("after settle: %q, requeue %v; want the entry released, the record kept, requeue after %v", stored(t, c), got.RequeueAfter, behindRecheck)
 		}
-		if got := event(t, recorder); !strings.Contains(got, "Normal PodsCreated") {
+		if got := nextEvent(t, recorder); !strings.Contains(got, "Normal PodsCreated") {
 			t.Errorf("event %q, want PodsCreated", got)
 		}
 		if len(recorder.Events) != 0 {
@@ -230,16 +232,48 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 		}
 	})
 
+	t.Run("compared when the quota's count goes down, not on every reconcile", func(t *testing.T) {
+		r, c, recorder, _ := setup(t)
+		count(t, c, "8")
+		reconcileAt(t, r) // the first of the namespace: compared, nothing short
+		var before corev1.ResourceQuota
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "q"}, &before); err != nil {
+			t.Fatal(err)
+		}
+		count(t, c, "4")
+		reconcileAt(t, r)
+		if got := stored(t, c); got != "entry first" {
+			t.Fatalf("no recompute seen: %q, want nothing compared", got)
+		}
+		var after corev1.ResourceQuota
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "q"}, &after); err != nil {
+			t.Fatal(err)
+		}
+		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer queue.ShutDown()
+		r.quotaEvents().Update(ctx, event.UpdateEvent{ObjectOld: &before, ObjectNew: &after}, queue)
+		if queue.Len() != 1 {
+			t.Fatalf("the recompute queued %d reconciles, want 1", queue.Len())
+		}
+		reconcileAt(t, r)
+		if got := stored(t, c); got != "entry first; uncounted q requests.nvidia.com/gpu 4 since 09:00:00" {
+			t.Fatalf("after the recompute: %q", got)
+		}
+		if got := nextEvent(t, recorder); !strings.Contains(got, "QuotaStatusBehind") {
+			t.Errorf("event %q, want QuotaStatusBehind", got)
+		}
+	})
+
 	t.Run("dropped after behindTrust when the quota never counts them", func(t *testing.T) {
 		r, c, recorder, now := setup(t)
 		reconcileAt(t, r)
-		event(t, recorder)
+		nextEvent(t, recorder)
 		*now = start.Add(behindTrust - time.Second)
 		reconcileAt(t, r)
 		if got := stored(t, c); got != "uncounted q requests.nvidia.com/gpu 4 since 09:00:00" {
 			t.Fatalf("before behindTrust: %q", got)
 		}
-		if got := event(t, recorder); !strings.Contains(got, "Normal PodsCreated") {
+		if got := nextEvent(t, recorder); !strings.Contains(got, "Normal PodsCreated") {
 			t.Errorf("event %q, want PodsCreated", got)
 		}
 		*now = start.Add(behindTrust)
@@ -247,7 +281,7 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 		if got := stored(t, c); got != "gone" {
 			t.Fatalf("after behindTrust: %q, want the record dropped", got)
 		}
-		if got := event(t, recorder); !strings.Contains(got, "still so after 6m0s: mpiguard no longer counts the difference") {
+		if got := nextEvent(t, recorder); !strings.Contains(got, "still so after 6m0s: mpiguard no longer counts the difference") {
 			t.Errorf("event %q, want the record dropped despite the shortfall", got)
 		}
 	})

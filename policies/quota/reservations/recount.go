@@ -40,56 +40,49 @@ func (r *Retirer) quotaEvents() handler.EventHandler {
 }
 
 // recount settles the entries that verdicts release for PodsCreated (each
-// kept until settle after this leader first saw its pods), and returns
-// spec.uncounted as it should be now: read live when a quota may count less
-// than the namespace's pods (a recount seen, a record to confirm, a
-// shortfall reported, an entry due for release, or the first reconcile of
-// the namespace by this leader), else as it is. recheck is when to compare
+// kept until settle after this leader first saw its pods: the object is
+// still there when a recompute that raced their creates is seen), and
+// returns spec.uncounted as it should be now: read live when a quota may
+// count less than the namespace's pods (a recompute seen, a record to
+// confirm, a shortfall reported, or the first reconcile of the namespace by
+// this leader), else as it is. The comparison lists every pod of the
+// namespace, so it is not made on every release. recheck is when to compare
 // again (zero: on the next event).
 func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) (record []v1alpha1.UncountedUsage, recheck time.Time, err error) {
 	ns := res.Spec.Namespace
-	var due []int // entries released for PodsCreated, their pods seen for settle
 	for i := range verdicts {
 		if verdicts[i].release != ReasonPodsCreated {
 			continue
 		}
 		key := admissionKey(&res.Spec.Entries[i])
-		seen := now
-		if t, ok := r.podsSeen.Get(key); ok {
-			seen = t.(time.Time)
-		} else {
+		seen, ok := r.podsSeen.Get(key)
+		if !ok {
 			r.podsSeen.Add(key, now)
+			seen = now
 		}
-		if until := seen.Add(settle); now.Before(until) {
+		if until := seen.(time.Time).Add(settle); now.Before(until) {
 			verdicts[i] = verdict{recheck: until}
-			continue
+		} else {
+			r.podsSeen.Remove(key)
 		}
-		due = append(due, i)
 	}
 	_, suspect := r.suspect.LoadAndDelete(ns)
 	_, checked := r.checked.LoadOrStore(ns, struct{}{})
 	_, behind := r.behind.Load(ns)
-	if !suspect && checked && !behind && len(due) == 0 && len(res.Spec.Uncounted) == 0 {
+	if !suspect && checked && !behind && len(res.Spec.Uncounted) == 0 {
 		return res.Spec.Uncounted, time.Time{}, nil
 	}
 	short, err := r.compare(ctx, ns, now)
 	var notSynced *NotSyncedError
 	if errors.As(err, &notSynced) {
-		// Admission refuses against it until its controller counts it:
-		// compare then, the entries due kept meanwhile (the object with them).
+		// Admission refuses against it until its controller counts it: compare then.
 		r.suspect.Store(ns, struct{}{})
-		for _, i := range due {
-			verdicts[i] = verdict{recheck: now.Add(behindRecheck)}
-		}
 		return res.Spec.Uncounted, now.Add(behindRecheck), nil
 	}
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	record, expired := uncountedNow(res.Spec.Uncounted, short, now)
-	for _, i := range due {
-		r.podsSeen.Remove(admissionKey(&res.Spec.Entries[i]))
-	}
 	r.report(ctx, res, short, expired)
 	switch {
 	case len(record) > 0:
