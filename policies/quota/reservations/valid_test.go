@@ -58,6 +58,15 @@ func TestValidEntries(t *testing.T) {
 			},
 		},
 		{
+			name: "a negative amount not counted",
+			edit: func(r *v1alpha1.QuotaReservation) {
+				r.Spec.Uncounted = []v1alpha1.UncountedUsage{{ResourceQuota: "q", Usage: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("-8")}}}
+			},
+			want: field.ErrorList{
+				field.Invalid(field.NewPath("spec", "uncounted").Index(0).Child("usage").Key("requests.nvidia.com/gpu"), "-8", "must not be negative"),
+			},
+		},
+		{
 			name: "shape indexes out of their tables",
 			edit: func(r *v1alpha1.QuotaReservation) {
 				p := &r.Spec.Entries[0].Parts[0]
