@@ -325,7 +325,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 			}
 		}
 		b.Run(tc.name+"/same-state", func(b *testing.B) {
-			state := pipeline.NewQuotaState(quotas, holders)
+			state := pipeline.NewQuotaState(quotas, holders, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				judge(b, state)
@@ -334,7 +334,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 		b.Run(tc.name+"/new-state", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				judge(b, pipeline.NewQuotaState(quotas, holders))
+				judge(b, pipeline.NewQuotaState(quotas, holders, nil))
 			}
 		})
 	}

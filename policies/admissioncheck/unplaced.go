@@ -136,7 +136,7 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 	if err != nil {
 		return nil, err
 	}
-	cluster := pipeline.WithQuotaState(r.cluster, idleQuotas(quotas), nil)
+	cluster := pipeline.WithQuotaState(r.cluster, idleQuotas(quotas), nil, nil)
 	old := job.DeepCopy()
 	old.Spec.Suspend = ptr.To(true)
 	var denials []string

@@ -91,15 +91,38 @@ describe(p) := sprintf("%d workers x %s", [p.pods, p.perPodDisplay]) if {
 
 describe(p) := sprintf("%s %d x %s", [p.name, p.pods, p.perPodDisplay]) if p.role == "other"
 
-# quota_held says what holds a quota resource when admitted TrainJobs whose
-# pods do not exist yet hold some of it: status.used alone would not explain
-# the free amount.
-quota_held(demand) := "" if count(demand.heldBy) == 0
+# quota_held says what holds a quota resource when status.used alone would
+# not explain the free amount: admitted TrainJobs whose pods do not exist
+# yet hold some of it, or used counts pods the quota's own status.used does
+# not show yet (its controller missed them; mpiguard counts them).
+quota_held(demand) := "" if quota_explained(demand)
 
-quota_held(demand) := sprintf(
-	" (%s used by running pods, %s held by TrainJobs admitted whose pods do not exist yet: %s)",
-	[demand.usedDisplay, demand.heldDisplay, holders_text(demand.heldBy)],
-) if count(demand.heldBy) > 0
+quota_held(demand) := sprintf(" (%s)", [concat(", ", array.concat([used_text(demand)], held_text(demand)))]) if {
+	not quota_explained(demand)
+}
+
+quota_explained(demand) if {
+	count(demand.heldBy) == 0
+	uncounted(demand) == 0
+}
+
+# uncounted is how much of used the quota's status.used does not show yet
+# (0 when the input has no such field: written before it existed).
+uncounted(demand) := object.get(demand, "uncounted", 0)
+
+used_text(demand) := sprintf("%s used by running pods", [demand.usedDisplay]) if uncounted(demand) == 0
+
+used_text(demand) := sprintf(
+	"%s used by running pods, %s of them not yet in its status.used (its controller missed pods created meanwhile)",
+	[demand.usedDisplay, demand.uncountedDisplay],
+) if uncounted(demand) > 0
+
+held_text(demand) := [] if count(demand.heldBy) == 0
+
+held_text(demand) := [sprintf(
+	"%s held by TrainJobs admitted whose pods do not exist yet: %s",
+	[demand.heldDisplay, holders_text(demand.heldBy)],
+)] if count(demand.heldBy) > 0
 
 # max_named_holders is how many holders a message names; the rest are counted.
 max_named_holders := 3

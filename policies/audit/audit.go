@@ -165,7 +165,7 @@ func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Holders), nil
+	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Holders, state.Uncounted), nil
 }
 
 // sortResults orders results by kind, namespace, name and policy: reports

@@ -26,8 +26,9 @@ import (
 // only: safe for concurrent use. The quotas and holders must not change
 // while it is in use.
 type Holdings struct {
-	quotas  []corev1.ResourceQuota
-	holders []quota.Holder
+	quotas    []corev1.ResourceQuota
+	holders   []quota.Holder
+	uncounted Uncounted
 
 	once sync.Once
 	of   []quotaHoldings // by index in quotas
@@ -54,10 +55,19 @@ type heldPart struct {
 	byTerm  *ast.Term
 }
 
-// NewHoldings returns what holders hold of quotas, built when first read.
-func NewHoldings(quotas []corev1.ResourceQuota, holders []quota.Holder) *Holdings {
-	return &Holdings{quotas: quotas, holders: holders}
+// NewHoldings returns what holders hold of quotas, built when first read;
+// uncounted is what the quotas' status.used includes of pods their
+// controller had not counted (Source.Uncounted).
+func NewHoldings(quotas []corev1.ResourceQuota, holders []quota.Holder, uncounted Uncounted) *Holdings {
+	return &Holdings{quotas: quotas, holders: holders, uncounted: uncounted}
 }
+
+// Uncounted is, by ResourceQuota name, what the quota's status.used as
+// given counts of pods that exist but that its controller's last count
+// missed (the QuotaReservation's spec.uncounted, added to status.used by
+// reservations.ReadState): shown in input.quotas[].demand[].uncounted so a
+// message can say why status.used exceeds what kubectl shows.
+type Uncounted map[string]corev1.ResourceList
 
 // quota returns what the holders hold of quotas[i].
 func (h *Holdings) quota(i int) *quotaHoldings {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -35,20 +36,24 @@ type quotaInput struct {
 // and what reserved jobs hold (HeldBy: largest first). Every amount is an exact
 // integer of milli units, with its display.
 type demandInput struct {
-	Kind        string        `json:"kind"`
-	Resource    string        `json:"resource"`
-	Milli       json.Number   `json:"milli"`
-	Display     string        `json:"display"`
-	Hard        json.Number   `json:"hard"`
-	HardDisplay string        `json:"hardDisplay"`
-	Used        json.Number   `json:"used"`
-	UsedDisplay string        `json:"usedDisplay"`
-	Held        json.Number   `json:"held"`
-	HeldDisplay string        `json:"heldDisplay"`
-	HeldBy      []heldByInput `json:"heldBy"`
-	Undeclared  bool          `json:"undeclared"` // some part leaves the resource undeclared
-	Parts       []partInput   `json:"parts"`
-	heldByTerm  *ast.Term     // HeldBy as an OPA value, shared like quotaInput's
+	Kind        string      `json:"kind"`
+	Resource    string      `json:"resource"`
+	Milli       json.Number `json:"milli"`
+	Display     string      `json:"display"`
+	Hard        json.Number `json:"hard"`
+	HardDisplay string      `json:"hardDisplay"`
+	Used        json.Number `json:"used"`
+	UsedDisplay string      `json:"usedDisplay"`
+	// Uncounted is what of Used are pods the quota's controller had not
+	// counted in its status.used (Source.Uncounted), usually 0.
+	Uncounted        json.Number   `json:"uncounted"`
+	UncountedDisplay string        `json:"uncountedDisplay"`
+	Held             json.Number   `json:"held"`
+	HeldDisplay      string        `json:"heldDisplay"`
+	HeldBy           []heldByInput `json:"heldBy"`
+	Undeclared       bool          `json:"undeclared"` // some part leaves the resource undeclared
+	Parts            []partInput   `json:"parts"`
+	heldByTerm       *ast.Term     // HeldBy as an OPA value, shared like quotaInput's
 }
 
 type heldByInput struct {
@@ -94,7 +99,7 @@ func quotasOf(src *Source, holdings *Holdings) []quotaInput {
 		}
 		demand := map[string]demandInput{}
 		for name, part := range held.names {
-			demand[string(name)] = demandOf(q, name, v, usage, selected, part)
+			demand[string(name)] = demandOf(q, name, v, usage, selected, part, src.Uncounted[q.Name][name])
 		}
 		out[i] = quotaInput{
 			Name: q.Name, Hard: resourcesOf(q.Spec.Hard), Used: resourcesOf(q.Status.Used),
@@ -106,14 +111,16 @@ func quotasOf(src *Source, holdings *Holdings) []quotaInput {
 }
 
 // demandOf is demand[name]: this job's total and parts, the quota's hard and
-// used amounts of name, and what the holders hold of it (held).
-func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobView, usage []corev1.ResourceList, selected []bool, held *heldPart) demandInput {
+// used amounts of name (uncounted of it not counted by the quota's
+// controller), and what the holders hold of it (held).
+func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobView, usage []corev1.ResourceList, selected []bool, held *heldPart, uncounted resource.Quantity) demandInput {
 	kind, res, _ := quota.ChargedName(name)
-	hard, used := quota.Milli(q.Spec.Hard[name]), quota.Milli(q.Status.Used[name])
+	hard, used, missed := quota.Milli(q.Spec.Hard[name]), quota.Milli(q.Status.Used[name]), quota.Milli(uncounted)
 	d := demandInput{
 		Kind: kind, Resource: res,
 		Hard: number(hard), HardDisplay: quota.Display(res, hard),
 		Used: number(used), UsedDisplay: quota.Display(res, used),
+		Uncounted: number(missed), UncountedDisplay: quota.Display(res, missed),
 		Held: held.held, HeldDisplay: held.display, HeldBy: held.by, heldByTerm: held.byTerm,
 		Parts: []partInput{},
 	}

@@ -53,6 +53,8 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 			{TrainJob: "a/selected", Parts: quota.PartsOf(view(2, "high"))},
 			{TrainJob: "a/other-class", Parts: quota.PartsOf(view(5, "low"))},
 		},
+		// Of the 4 GPUs used, 2 are pods the quota's controller had not counted.
+		Uncounted: Uncounted{"high": {"requests.nvidia.com/gpu": resource.MustParse("2")}},
 	}
 	q := quotasDoc(t, req)[0].(map[string]any)
 	part := func(name, role string, pods, perPodMilli int, display string, undeclared bool) map[string]any {
@@ -63,6 +65,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 		return map[string]any{
 			"kind": kind, "resource": res, "milli": jsonNumber(milli), "display": display,
 			"hard": jsonNumber(hard), "hardDisplay": hardDisplay, "used": jsonNumber(used), "usedDisplay": usedDisplay,
+			"uncounted": jsonNumber(0), "uncountedDisplay": "0",
 			"held": jsonNumber(held), "heldDisplay": heldDisplay,
 			"heldBy":     []any{map[string]any{"trainJob": "a/selected", "milli": jsonNumber(held), "display": heldDisplay}},
 			"undeclared": false, "parts": parts,
@@ -79,6 +82,8 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 		"pods": entry("pods", "", 3000, "3", 10000, "10", 0, "0", 2000, "2",
 			part("node", "worker", 3, 1000, "1", false)),
 	}
+	want["requests.nvidia.com/gpu"].(map[string]any)["uncounted"] = jsonNumber(2000)
+	want["requests.nvidia.com/gpu"].(map[string]any)["uncountedDisplay"] = "2"
 	if diff := cmp.Diff(want, q["demand"]); diff != "" {
 		t.Errorf("demand (-want +got):\n%s", diff)
 	}
@@ -112,7 +117,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 // quotasDoc is input.quotas of src as policies see it.
 func quotasDoc(t *testing.T, src *Source) []any {
 	t.Helper()
-	v, err := ast.InterfaceToValue(quotasOf(src, NewHoldings(src.Quotas, src.Reserved)))
+	v, err := ast.InterfaceToValue(quotasOf(src, NewHoldings(src.Quotas, src.Reserved, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +239,7 @@ func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
 		t.Fatal(err)
 	}
 	beforeValue := before.Value(nil, nil)
-	shared := NewHoldings(other.Quotas, holders)
+	shared := NewHoldings(other.Quotas, holders, nil)
 	again, err := before.WithHoldings(shared)
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,9 @@ type Source struct {
 	Namespace *corev1.Namespace
 	// Quotas are the namespace's ResourceQuotas; their status.used is honoured.
 	Quotas []corev1.ResourceQuota
+	// Uncounted is what of Quotas' status.used are pods their controller had
+	// not counted (nil: none); shown, not added again.
+	Uncounted Uncounted
 	// Reserved are jobs that quotas do not count yet but will: TrainJobs
 	// admitted whose pods do not exist yet, and submits being admitted right
 	// now. They are added to each quota's status.used. Do not include
@@ -84,7 +87,7 @@ func New(src *Source) (*Document, error) {
 	if err := validate(src); err != nil {
 		return nil, err
 	}
-	d := &Document{src: *src, doc: build(src, NewHoldings(src.Quotas, src.Reserved)), entries: ownEntriesOf(src)}
+	d := &Document{src: *src, doc: build(src, NewHoldings(src.Quotas, src.Reserved, src.Uncounted)), entries: ownEntriesOf(src)}
 	if err := d.makeValues(); err != nil {
 		return nil, fmt.Errorf("building the policy input of TrainJob %s/%s: %w", src.TrainJob.Namespace, src.TrainJob.Name, err)
 	}
@@ -131,7 +134,7 @@ func (d *Document) Source() *Source { return &d.src }
 // input.job.objects.quotas.
 func (d *Document) WithHoldings(holdings *Holdings) (*Document, error) {
 	out := *d
-	out.src.Quotas, out.src.Reserved = holdings.quotas, holdings.holders
+	out.src.Quotas, out.src.Reserved, out.src.Uncounted = holdings.quotas, holdings.holders, holdings.uncounted
 	out.doc.Quotas = quotasOf(&out.src, holdings)
 	out.quotas = listOf(out.doc.Quotas, (*quotaInput).value)
 	// Of input.job, only objects.quotas depends on the quota state: it alone

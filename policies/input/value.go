@@ -194,6 +194,8 @@ func (d *demandInput) value() *ast.Term {
 		item("hardDisplay", ast.StringTerm(d.HardDisplay)),
 		item("used", ast.NumberTerm(d.Used)),
 		item("usedDisplay", ast.StringTerm(d.UsedDisplay)),
+		item("uncounted", ast.NumberTerm(d.Uncounted)),
+		item("uncountedDisplay", ast.StringTerm(d.UncountedDisplay)),
 		item("held", ast.NumberTerm(d.Held)),
 		item("heldDisplay", ast.StringTerm(d.HeldDisplay)),
 		item("heldBy", cached(d.heldByTerm, d.HeldBy, func(l []heldByInput) *ast.Term { return listOf(l, (*heldByInput).value) })),

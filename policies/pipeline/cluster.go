@@ -12,6 +12,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/policies/engine"
 	"github.com/mpiguard/mpiguard/policies/gang"
+	"github.com/mpiguard/mpiguard/policies/input"
 )
 
 // Cluster is what a decision reads of the cluster. The webhooks read the
@@ -45,6 +46,9 @@ type Namespace struct {
 	Namespace *corev1.Namespace
 	// Quotas are the namespace's ResourceQuotas; their status.used counts.
 	Quotas []corev1.ResourceQuota
+	// Uncounted is what of the quotas' status.used their controller had not
+	// counted (input.Uncounted; nil: none).
+	Uncounted input.Uncounted
 	// LimitRanges default and bound the containers the job's pods get.
 	LimitRanges []corev1.LimitRange
 	// RuntimeClasses add their pod overhead to what pods are charged.
@@ -56,16 +60,18 @@ type Namespace struct {
 }
 
 // WithQuotaState returns a Cluster that reads like c, except that every
-// namespace has quotas and reserved as its ResourceQuotas and reservations:
-// what one round of quota decisions read (policies/quota/reservations/transaction.go).
-func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation) Cluster {
-	return quotaState{Cluster: c, quotas: quotas, reserved: reserved}
+// namespace has quotas, reserved and uncounted as its ResourceQuotas,
+// reservations and what their status.used includes uncounted: what one
+// round of quota decisions read (policies/quota/reservations/transaction.go).
+func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation, uncounted input.Uncounted) Cluster {
+	return quotaState{Cluster: c, quotas: quotas, reserved: reserved, uncounted: uncounted}
 }
 
 type quotaState struct {
 	Cluster
-	quotas   []corev1.ResourceQuota
-	reserved []engine.Reservation
+	quotas    []corev1.ResourceQuota
+	reserved  []engine.Reservation
+	uncounted input.Uncounted
 }
 
 func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, error) {
@@ -74,7 +80,7 @@ func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, err
 		return nil, err
 	}
 	out := *ns
-	out.Quotas, out.Reserved = q.quotas, q.reserved
+	out.Quotas, out.Reserved, out.Uncounted = q.quotas, q.reserved, q.uncounted
 	return &out, nil
 }
 

@@ -206,6 +206,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		View:        view,
 		Namespace:   ns.Namespace,
 		Quotas:      ns.Quotas,
+		Uncounted:   ns.Uncounted,
 		Reserved:    WithoutJob(ns.Reserved, job),
 		Runtime:     runtimeMeta(rt),
 	}
@@ -256,13 +257,16 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 type QuotaState struct {
 	Quotas   []corev1.ResourceQuota
 	Reserved []engine.Reservation
-	holdings *input.Holdings // nil: built for each job judged
+	// Uncounted is what of the quotas' status.used their controller had not
+	// counted (input.Uncounted): shown in denials, not added again.
+	Uncounted input.Uncounted
+	holdings  *input.Holdings // nil: built for each job judged
 }
 
-// NewQuotaState returns the state of quotas and reserved, their holdings
-// shared by the jobs judged against it.
-func NewQuotaState(quotas []corev1.ResourceQuota, reserved []engine.Reservation) *QuotaState {
-	return &QuotaState{Quotas: quotas, Reserved: reserved, holdings: input.NewHoldings(quotas, reserved)}
+// NewQuotaState returns the state of quotas, reserved and uncounted, their
+// holdings shared by the jobs judged against it.
+func NewQuotaState(quotas []corev1.ResourceQuota, reserved []engine.Reservation, uncounted input.Uncounted) *QuotaState {
+	return &QuotaState{Quotas: quotas, Reserved: reserved, Uncounted: uncounted, holdings: input.NewHoldings(quotas, reserved, uncounted)}
 }
 
 // holdingsFor is what the reserved jobs other than job hold: job's own
@@ -272,7 +276,7 @@ func (s *QuotaState) holdingsFor(job *trainer.TrainJob) *input.Holdings {
 	if s.holdings != nil && len(others) == len(s.Reserved) {
 		return s.holdings
 	}
-	return input.NewHoldings(s.Quotas, others)
+	return input.NewHoldings(s.Quotas, others, s.Uncounted)
 }
 
 // Judge is the second step of a decision: every policy on a governed

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -134,13 +135,19 @@ func uncountedNow(prev []v1alpha1.UncountedUsage, short []Shortfall, now time.Ti
 }
 
 // withUncounted adds to each quota's status.used what the QuotaReservation
-// records it lacks (spec.uncounted). quotas are the caller's own copies.
-func withUncounted(quotas []corev1.ResourceQuota, res *v1alpha1.QuotaReservation) {
+// records it lacks (spec.uncounted), and returns what it added, by quota,
+// for denials to say. quotas are the caller's own copies.
+func withUncounted(quotas []corev1.ResourceQuota, res *v1alpha1.QuotaReservation) input.Uncounted {
+	var added input.Uncounted
 	for _, u := range res.Spec.Uncounted {
 		i := slices.IndexFunc(quotas, func(q corev1.ResourceQuota) bool { return q.Name == u.ResourceQuota })
 		if i < 0 {
 			continue // deleted since
 		}
+		if added == nil {
+			added = input.Uncounted{}
+		}
+		added[u.ResourceQuota] = u.Usage
 		used := quotas[i].Status.Used.DeepCopy()
 		if used == nil {
 			used = corev1.ResourceList{}
@@ -152,6 +159,7 @@ func withUncounted(quotas []corev1.ResourceQuota, res *v1alpha1.QuotaReservation
 		}
 		quotas[i].Status.Used = used
 	}
+	return added
 }
 
 // describeUncounted is the Event's and log's account of quotas behind their

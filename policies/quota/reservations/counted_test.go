@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 )
 
@@ -321,7 +322,10 @@ func TestWithUncounted(t *testing.T) {
 		{ResourceQuota: "gone", Usage: list("pods", "1")},
 		{ResourceQuota: "other", Usage: list("pods", "1")},
 	}}}
-	withUncounted(quotas, res)
+	added := withUncounted(quotas, res)
+	if diff := cmp.Diff(input.Uncounted{"q": res.Spec.Uncounted[0].Usage, "other": res.Spec.Uncounted[2].Usage}, added); diff != "" {
+		t.Errorf("what was added, by quota (-want +got):\n%s", diff)
+	}
 	got := map[string]string{}
 	for _, q := range quotas {
 		for name, v := range q.Status.Used {

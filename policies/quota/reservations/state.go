@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpiguard/mpiguard/policies/input"
 	"github.com/mpiguard/mpiguard/policies/quota"
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/policies/render"
@@ -25,6 +26,10 @@ import (
 type State struct {
 	Quotas  []corev1.ResourceQuota
 	Holders []quota.Holder
+	// Uncounted is what of Quotas' status.used the leader found their
+	// controller had not counted (spec.uncounted): included there, and
+	// named in denials.
+	Uncounted input.Uncounted
 	// Unconfirmed counts the entries held on trust (Unconfirmed); read only
 	// when ReadState is asked to.
 	Unconfirmed int
@@ -52,7 +57,7 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 	}
 	// What a quota's count missed of the pods that exist, as the leader
 	// found it (counted.go), is used as status.used is.
-	withUncounted(quotas, res)
+	uncounted := withUncounted(quotas, res)
 	holders := Holders(res, existing)
 	var jobs trainer.TrainJobList
 	if err := cache.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
@@ -75,7 +80,7 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 		}
 	}
 	quota.ChargeAgainst(holders, quotas) // once for every decision judged against this state
-	state := State{Quotas: quotas, Holders: holders}
+	state := State{Quotas: quotas, Holders: holders, Uncounted: uncounted}
 	if countUnconfirmed {
 		state.Unconfirmed = Unconfirmed(res, jobs.Items)
 	}

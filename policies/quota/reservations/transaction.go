@@ -71,7 +71,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 		// One quota state for the decisions between two changes of the
 		// holders: what the holders hold is built once for all of them.
 		holders := state.Holders
-		judged := pipeline.NewQuotaState(state.Quotas, holders)
+		judged := pipeline.NewQuotaState(state.Quotas, holders, state.Uncounted)
 		var again, writing []*decision
 		var entries []v1alpha1.ReservationEntry
 		for _, d := range round {
@@ -136,7 +136,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 			held := []quota.Holder{{TrainJob: ns + "/" + job.TrainJob.Name, UID: job.TrainJob.UID, Parts: parts}}
 			quota.ChargeAgainst(held, state.Quotas)
 			holders = append(pipeline.WithoutJob(holders, job.TrainJob), held...)
-			judged = pipeline.NewQuotaState(state.Quotas, holders)
+			judged = pipeline.NewQuotaState(state.Quotas, holders, state.Uncounted)
 		}
 		if len(entries) > 0 {
 			err = a.store.put(ctx, res, entries...)

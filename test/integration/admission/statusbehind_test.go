@@ -52,8 +52,8 @@ var _ = Describe("a ResourceQuota whose status misses pods just created", func()
 		Expect(reservationEvents(ctx, ns, reservations.ReasonQuotaStatusBehind)).To(ContainElement(
 			ContainSubstring("ResourceQuota " + ns + "/team-a counts 0 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8")))
 
-		By("admission counts them: 16 - (0 + 8) leaves 8, not 16, for a job of 12")
-		Expect(next()).To(ContainSubstring("has 8 of 16 free"))
+		By("admission counts them: 16 - (0 + 8) leaves 8, not 16, for a job of 12; the denial says why kubectl shows 0 used")
+		Expect(next()).To(ContainSubstring("has 8 of 16 free (8 used by running pods, 8 of them not yet in its status.used (its controller missed pods created meanwhile))"))
 
 		By("the controller's next count has the pods: the record goes, the next job still does not fit")
 		setUsed(ctx, ns, "team-a", fixtures.ResourceList("requests.nvidia.com/gpu", "8"))
