@@ -14,7 +14,9 @@ import (
 // Holdings is what a namespace's admitted jobs whose pods do not exist yet
 // (quota.Holder) hold of each of its ResourceQuotas, as the policy input
 // shows it: input.quotas[].reserved and reservedBy, each demand's held,
-// heldDisplay and heldBy, and the held amounts input.job.objects reads.
+// heldDisplay and heldBy, and the held amounts input.job.objects reads. It
+// carries with the quotas what of their status.used their controller had
+// not counted (Uncounted), which each demand shows.
 //
 // It depends on the quotas and the holders only, not on the job judged, so a
 // round of quota decisions builds it once for all the jobs it judges against
