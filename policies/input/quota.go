@@ -99,7 +99,7 @@ func quotasOf(src *Source, holdings *Holdings) []quotaInput {
 		}
 		demand := map[string]demandInput{}
 		for name, part := range held.names {
-			demand[string(name)] = demandOf(q, name, v, usage, selected, part, src.Uncounted[q.Name][name])
+			demand[string(name)] = demandOf(q, name, v, usage, selected, part, holdings.uncounted[q.Name][name])
 		}
 		out[i] = quotaInput{
 			Name: q.Name, Hard: resourcesOf(q.Spec.Hard), Used: resourcesOf(q.Status.Used),

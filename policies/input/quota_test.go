@@ -117,7 +117,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 // quotasDoc is input.quotas of src as policies see it.
 func quotasDoc(t *testing.T, src *Source) []any {
 	t.Helper()
-	v, err := ast.InterfaceToValue(quotasOf(src, NewHoldings(src.Quotas, src.Reserved, nil)))
+	v, err := ast.InterfaceToValue(quotasOf(src, NewHoldings(src.Quotas, src.Reserved, src.Uncounted)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,6 +128,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			statusBehind.DeleteLabelValues(req.Name)
 			r.behind.Delete(req.Name)
 			r.checked.Delete(req.Name)
+			r.suspect.Delete(req.Name)
 			forgetReserved(req.Name)
 			r.reported.Delete(req.Name)
 			return reconcile.Result{}, nil
@@ -162,7 +163,8 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			return reconcile.Result{}, err
 		}
 	}
-	record, next, err := r.recount(ctx, res, verdicts, now)
+	r.settle(res, verdicts, now)
+	record, next, err := r.recount(ctx, res, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -31,9 +31,9 @@ import (
 //
 // So the leader compares, live, each quota's status.used with what the
 // namespace's pods charge it (Shortfalls) whenever a quota's count may have
-// dropped (a recompute: some value went down or appeared), before it
-// releases an entry whose pods exist, and while a difference is recorded; it
-// records the difference in the QuotaReservation (spec.uncounted), which
+// dropped (a recompute: some value went down or appeared), on its first
+// reconcile of a namespace, and while a difference is recorded; it records
+// the difference in the QuotaReservation (spec.uncounted), which
 // admission adds to status.used (ReadState). An entry whose pods exist is
 // released only settle after the leader first saw them, so a recompute that
 // raced their creates (it lands within one write's time) finds the object

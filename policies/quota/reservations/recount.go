@@ -39,17 +39,10 @@ func (r *Retirer) quotaEvents() handler.EventHandler {
 	}
 }
 
-// recount settles the entries that verdicts release for PodsCreated (each
-// kept until settle after this leader first saw its pods: the object is
-// still there when a recompute that raced their creates is seen), and
-// returns spec.uncounted as it should be now: read live when a quota may
-// count less than the namespace's pods (a recompute seen, a record to
-// confirm, a shortfall reported, or the first reconcile of the namespace by
-// this leader), else as it is. The comparison lists every pod of the
-// namespace, so it is not made on every release. recheck is when to compare
-// again (zero: on the next event).
-func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) (record []v1alpha1.UncountedUsage, recheck time.Time, err error) {
-	ns := res.Spec.Namespace
+// settle keeps each entry that verdicts release for PodsCreated until
+// settle after this leader first saw its pods, so the object is still there
+// when a recompute that raced their creates is seen (counted.go).
+func (r *Retirer) settle(res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) {
 	for i := range verdicts {
 		if verdicts[i].release != ReasonPodsCreated {
 			continue
@@ -66,6 +59,16 @@ func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, v
 			r.podsSeen.Remove(key)
 		}
 	}
+}
+
+// recount returns spec.uncounted as it should be now: read live when a
+// quota may count less than the namespace's pods (a recompute seen, a
+// record to confirm, a shortfall reported, or the first reconcile of the
+// namespace by this leader), else as it is. The comparison lists every pod
+// of the namespace, so it is not made on every release. recheck is when to
+// compare again (zero: on the next event).
+func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, now time.Time) (record []v1alpha1.UncountedUsage, recheck time.Time, err error) {
+	ns := res.Spec.Namespace
 	_, suspect := r.suspect.LoadAndDelete(ns)
 	_, checked := r.checked.LoadOrStore(ns, struct{}{})
 	_, behind := r.behind.Load(ns)
