@@ -34,7 +34,9 @@ import (
 // shipped (two replicas: "reserving"), then the same creates into namespaces
 // the webhooks do not select ("unselected": mpiguard's controllers still act
 // on them, as in issue 26's first measurement of "the apiserver alone"), then
-// again with both replicas stopped ("alone": the apiserver by itself).
+// again with both replicas stopped ("alone": the apiserver by itself), and
+// last into namespaces with a quota served by floorWebhook ("floor": the
+// apiserver calls the guarantee needs, with none of mpiguard's decisions).
 // Two windows each:
 //
 //   - "few": fewWindow creates into each of fewNamespaces fresh namespaces
@@ -78,6 +80,8 @@ func BenchmarkSequentialCreate(b *testing.B) {
 	}
 
 	for range b.N {
+		var template *v1alpha1.QuotaReservation // the reserving run's, for the floor
+		p50 := map[string]time.Duration{}
 		for _, run := range []struct {
 			name      string
 			namespace func() string
@@ -85,14 +89,18 @@ func BenchmarkSequentialCreate(b *testing.B) {
 			{"reserving", func() string { return quotaNamespace(ctx, b, env, "1000000", "") }},
 			{"unselected", func() string { return plainNamespace(ctx, b, env, baselineLabel) }},
 			{"alone", func() string { return plainNamespace(ctx, b, env, baselineLabel) }},
+			{"floor", func() string { return quotaNamespace(ctx, b, env, "1000000", "") }},
 		} {
-			if run.name == "alone" {
+			switch run.name {
+			case "alone":
 				// The apiserver alone: in "unselected" mpiguard's
 				// controllers (audit, the per-job NetworkPolicies, two
 				// replicas' informers) still act on these namespaces.
 				for _, r := range env.Replicas {
 					must(b, r.Stop())
 				}
+			case "floor":
+				defer startFloor(ctx, b, env, template)()
 			}
 			spread := make([]string, fewNamespaces)
 			for i := range spread {
@@ -105,6 +113,7 @@ func BenchmarkSequentialCreate(b *testing.B) {
 				}
 			}
 			w.stop()
+			p50[run.name+"-few"] = pct(w.latencies, 50)
 
 			ns := run.namespace()
 			for i := range jobs - last {
@@ -115,11 +124,28 @@ func BenchmarkSequentialCreate(b *testing.B) {
 				w.latencies = append(w.latencies, create(ns, i))
 			}
 			w.stop()
+			p50[run.name+"-last"] = pct(w.latencies, 50)
 			if run.name == "reserving" {
-				reservationSize(ctx, b, env, ns, jobs)
+				template = reservationSize(ctx, b, env, ns, jobs)
 			}
 		}
+		// Issue 26's target compares the reserving creates with the
+		// apiserver by itself; the floor says how much of that any
+		// reservation costs here.
+		for _, window := range []string{"few", "last"} {
+			alone := p50["alone-"+window]
+			b.Logf("%s: p50 against the apiserver by itself: reserving %.1f×, floor %.1f×, unselected %.1f×", window,
+				ratio(p50["reserving-"+window], alone), ratio(p50["floor-"+window], alone), ratio(p50["unselected-"+window], alone))
+		}
 	}
+}
+
+// ratio is a/b, 0 when b is.
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 // The windows of BenchmarkSequentialCreate, in creates.
@@ -304,14 +330,15 @@ func restConfigForMetrics(cfg *rest.Config) *rest.Config {
 
 // reservationSize reports the size of namespace ns's QuotaReservation as
 // stored (JSON, managedFields included) once it holds jobs entries: what
-// every create's write carries.
-func reservationSize(ctx context.Context, b *testing.B, env *framework.Env, ns string, jobs int) {
+// every create's write carries. It returns the object.
+func reservationSize(ctx context.Context, b *testing.B, env *framework.Env, ns string, jobs int) *v1alpha1.QuotaReservation {
 	var res v1alpha1.QuotaReservation
 	must(b, env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, &res))
 	js, err := json.Marshal(&res)
 	must(b, err)
 	b.ReportMetric(float64(len(js)), "reservation-bytes")
 	b.Logf("QuotaReservation of %s with %d entries: %d bytes", ns, jobs, len(js))
+	return &res
 }
 
 // apiserverProfile writes a 15 s CPU profile of the kube-apiserver (its
