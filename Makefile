@@ -76,7 +76,8 @@ FUZZ_TARGETS = \
   policies/engine:FuzzParseParameters \
   runtimes/constraints:FuzzParseConstraints \
   policies/offline:FuzzReadDocuments \
-  policies/offline:FuzzCheck
+  policies/offline:FuzzCheck \
+  policies/quota/reservations:FuzzReadReservation
 
 ##@ General
 

@@ -50,8 +50,9 @@ func checkReadable(res *v1alpha1.QuotaReservation) error {
 // validEntries checks, of res as stored (parts refer to shapes by index),
 // what a schema would check of its entries (the CRD keeps none for them,
 // quotareservation_types.go) and what one cannot: that every shape index is
-// in its table. What decodes but is wrong would charge a wrong amount, so it
-// is refused here, never read as zero.
+// in its table, and that no amount, in an entry or a table, is negative. What
+// decodes but is wrong would charge a wrong amount, so it is refused here,
+// never read as zero.
 func validEntries(res *v1alpha1.QuotaReservation) field.ErrorList {
 	var errs field.ErrorList
 	entries := field.NewPath("spec", "entries")
@@ -73,8 +74,15 @@ func validEntries(res *v1alpha1.QuotaReservation) field.ErrorList {
 			errs = append(errs, validPart(res, &e.Parts[j], path.Child("parts").Index(j))...)
 		}
 	}
-	// spec.uncounted has a schema; a negative amount, which it allows,
-	// would give quota back.
+	// The shape tables and spec.uncounted have a schema, which allows any
+	// quantity: a negative amount there, as in a part, would give quota
+	// back (FuzzReadReservation found it in the tables).
+	for i := range res.Spec.PodShapes {
+		errs = append(errs, nonNegative(res.Spec.PodShapes[i].PerPod, field.NewPath("spec", "podShapes").Index(i).Child("perPod"))...)
+	}
+	for i := range res.Spec.ObjectShapes {
+		errs = append(errs, nonNegative(res.Spec.ObjectShapes[i], field.NewPath("spec", "objectShapes").Index(i))...)
+	}
 	for i := range res.Spec.Uncounted {
 		errs = append(errs, nonNegative(res.Spec.Uncounted[i].Usage, field.NewPath("spec", "uncounted").Index(i).Child("usage"))...)
 	}

@@ -67,6 +67,17 @@ func TestValidEntries(t *testing.T) {
 			},
 		},
 		{
+			name: "negative amounts in the shape tables",
+			edit: func(r *v1alpha1.QuotaReservation) {
+				r.Spec.PodShapes = []v1alpha1.PodShape{{PerPod: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("-8")}}}
+				r.Spec.ObjectShapes = []corev1.ResourceList{{"count/secrets": resource.MustParse("1")}, {"count/secrets": resource.MustParse("-1")}}
+			},
+			want: field.ErrorList{
+				field.Invalid(field.NewPath("spec", "podShapes").Index(0).Child("perPod").Key("requests.nvidia.com/gpu"), "-8", "must not be negative"),
+				field.Invalid(field.NewPath("spec", "objectShapes").Index(1).Key("count/secrets"), "-1", "must not be negative"),
+			},
+		},
+		{
 			name: "shape indexes out of their tables",
 			edit: func(r *v1alpha1.QuotaReservation) {
 				p := &r.Spec.Entries[0].Parts[0]
