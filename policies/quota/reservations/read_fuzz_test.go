@@ -100,7 +100,9 @@ func readSeeds(f *testing.F) [][]byte {
 		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.PodShapes[0].PerPod["requests.nvidia.com/gpu"] = negative }),
 		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.ObjectShapes[0]["count/secrets"] = negative }),
 		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.Uncounted[0].Usage["requests.nvidia.com/gpu"] = negative }),
-		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.Entries[0].Parts[1].Quotas[0].PerPod["requests.nvidia.com/gpu"] = negative }),
+		stored(func(r *v1alpha1.QuotaReservation) {
+			r.Spec.Entries[0].Parts[1].Quotas[0].PerPod["requests.nvidia.com/gpu"] = negative
+		}),
 		[]byte(`{"spec":{"namespace":"team-a","entries":[{"trainJob":"a","operation":"CREATE","admittedAt":"2026-11-27T03:00:00Z","holdUntil":"2026-11-27T03:01:00Z","parts":[{"pods":"two"}]}]}}`),
 	}
 }
