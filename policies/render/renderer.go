@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,6 +109,13 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	}
 	trainJob, runtimeObj, spec, err := prepareInput(in)
 	if err != nil {
+		return nil, err
+	}
+	// Before anything computes with them (quantities.go).
+	if err := checkQuantities("TrainJob "+trainJob.Namespace+"/"+trainJob.Name, field.NewPath("spec"), &trainJob.Spec); err != nil {
+		return nil, err
+	}
+	if err := checkQuantities(runtimeObj.GetObjectKind().GroupVersionKind().Kind+" "+runtimeObj.GetName(), field.NewPath("spec"), spec); err != nil {
 		return nil, err
 	}
 	_, ok := r.runtimes[trainerruntime.RuntimeRefToRuntimeRegistryKey(trainJob.Spec.RuntimeRef)]
