@@ -23,6 +23,15 @@ const maxQuantity = 0x1p63 // 2^63; float64 has no 2^63-1, and Kubernetes caps "
 
 var quantityType = reflect.TypeFor[resource.Quantity]()
 
+// QuantityTooLarge says q is larger in magnitude than Kubernetes quantities
+// may be: no reader may compute with it. AsApproximateFloat64 reads the
+// quantity's digits and exponent without computing its value (+Inf for
+// "1e10000000", in microseconds).
+func QuantityTooLarge(q resource.Quantity) bool {
+	f := q.AsApproximateFloat64()
+	return math.IsNaN(f) || math.Abs(f) > maxQuantity
+}
+
 // checkQuantities returns an error naming the first quantity in obj (a
 // TrainJob's or runtime's spec, whose path is root) that is larger than
 // Kubernetes quantities may be; what names the object in the message.
@@ -59,9 +68,8 @@ func (s segment) child(p *field.Path) *field.Path {
 }
 
 // firstTooLarge walks v depth-first and returns the first quantity larger
-// than maxQuantity, with path leading to it; nil when there is none.
-// AsApproximateFloat64 reads the quantity's digits and exponent without
-// computing its value: +Inf for "1e10000000", in microseconds.
+// than Kubernetes quantities may be, with path leading to it; nil when there
+// is none.
 func firstTooLarge(v reflect.Value, path *[]segment) *resource.Quantity {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -71,8 +79,7 @@ func firstTooLarge(v reflect.Value, path *[]segment) *resource.Quantity {
 		return firstTooLarge(v.Elem(), path)
 	case reflect.Struct:
 		if v.Type() == quantityType {
-			q := v.Interface().(resource.Quantity)
-			if f := q.AsApproximateFloat64(); math.IsNaN(f) || math.Abs(f) > maxQuantity {
+			if q := v.Interface().(resource.Quantity); QuantityTooLarge(q) {
 				return &q
 			}
 			return nil

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // ReasonInvalidEntries is the Warning Event on a QuotaReservation whose
@@ -115,21 +116,27 @@ func validPart(res *v1alpha1.QuotaReservation, p *v1alpha1.ReservedPart, path *f
 	return errs
 }
 
-// nonNegative refuses a negative amount: it would give quota back. Every
-// quota decision reads every entry, so nothing is allocated unless an
-// amount is negative (then the names are sorted, for a stable message).
+// nonNegative refuses a negative amount, which would give quota back, and
+// one larger than Kubernetes quantities may be, which every reader's exact
+// arithmetic would spend minutes on (render.QuantityTooLarge). Every quota
+// decision reads every entry, so nothing is allocated unless an amount is
+// refused (then the names are sorted, for a stable message).
 func nonNegative(list corev1.ResourceList, path *field.Path) field.ErrorList {
-	var negative []corev1.ResourceName
+	var refused []corev1.ResourceName
 	for name, q := range list {
-		if q.Sign() < 0 {
-			negative = append(negative, name)
+		if q.Sign() < 0 || render.QuantityTooLarge(q) {
+			refused = append(refused, name)
 		}
 	}
-	slices.Sort(negative)
+	slices.Sort(refused)
 	var errs field.ErrorList
-	for _, name := range negative {
+	for _, name := range refused {
 		q := list[name]
-		errs = append(errs, field.Invalid(path.Key(string(name)), q.String(), "must not be negative"))
+		detail := "must not be negative"
+		if render.QuantityTooLarge(q) {
+			detail = "must be at most 2^63-1 in magnitude, the largest quantity Kubernetes represents"
+		}
+		errs = append(errs, field.Invalid(path.Key(string(name)), q.String(), detail))
 	}
 	return errs
 }

@@ -78,6 +78,15 @@ func TestValidEntries(t *testing.T) {
 			},
 		},
 		{
+			name: "an amount larger than Kubernetes quantities may be",
+			edit: func(r *v1alpha1.QuotaReservation) {
+				r.Spec.PodShapes = []v1alpha1.PodShape{{PerPod: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("1e2147483647")}}}
+			},
+			want: field.ErrorList{
+				field.Invalid(field.NewPath("spec", "podShapes").Index(0).Child("perPod").Key("requests.nvidia.com/gpu"), "10e2147483646", "must be at most 2^63-1 in magnitude, the largest quantity Kubernetes represents"),
+			},
+		},
+		{
 			name: "shape indexes out of their tables",
 			edit: func(r *v1alpha1.QuotaReservation) {
 				p := &r.Spec.Entries[0].Parts[0]
