@@ -19,7 +19,11 @@ var trainJobDecoder = func() admission.Decoder {
 }()
 
 // decodeTrainJob reads a TrainJob (an AdmissionRequest's object or
-// oldObject) with controller-runtime's decoder.
+// oldObject) with controller-runtime's decoder, once no string in it would
+// make the decoder spend minutes on a quantity (slowquantities.go).
 func decodeTrainJob(raw runtime.RawExtension, into *trainer.TrainJob) error {
+	if err := screenQuantities(raw.Raw); err != nil {
+		return err
+	}
 	return trainJobDecoder.DecodeRaw(raw, into)
 }

@@ -20,7 +20,11 @@ func TestDecodeTrainJobRefusesWhatIsNotATrainJob(t *testing.T) {
 		"another kind":         {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainingRuntime"}`, "unable to decode trainer.kubeflow.org/v1alpha1, Kind=TrainingRuntime"},
 		"another version":      {`{"apiVersion":"trainer.kubeflow.org/v1","kind":"TrainJob"}`, `no kind "TrainJob" is registered for version "trainer.kubeflow.org/v1"`},
 		"malformed apiVersion": {`{"apiVersion":"a/b/c","kind":"TrainJob"}`, "unexpected GroupVersion string: a/b/c"},
-		"wrong type":           {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"activeDeadlineSeconds":1e+30,"runtimeRef":{"name":"r"}}}`, "spec.activeDeadlineSeconds"},
+		"a quantity whose decoding takes hours": {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"runtimeRef":{"name":"r"},"trainer":{"resourcesPerNode":{"requests":{"nvidia.com/gpu":"1e-2147483647"}}}}}`,
+			`spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: Invalid value: "1e-2147483647": a quantity with more than 300 digits or an exponent beyond ±999`},
+		"the same, escaped": {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"runtimeRef":{"name":"r"},"trainer":{"resourcesPerNode":{"limits":{"cpu":"\u0031E-2147483647"}}}}}`,
+			`spec.trainer.resourcesPerNode.limits.cpu: Invalid value: "1E-2147483647"`},
+		"wrong type": {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"activeDeadlineSeconds":1e+30,"runtimeRef":{"name":"r"}}}`, "spec.activeDeadlineSeconds"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := decodeTrainJob(runtime.RawExtension{Raw: []byte(tc.raw)}, &trainer.TrainJob{})
@@ -37,6 +41,7 @@ func TestDecodeTrainJobReadsTheObject(t *testing.T) {
 	for name, raw := range map[string]string{
 		"apiserver's form": `{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j","namespace":"team-a"},"spec":{"runtimeRef":{"name":"r"},"trainer":{"numNodes":3}}}`,
 		"kind only":        `{"kind":"TrainJob","metadata":{"name":"j","namespace":"team-a"},"spec":{"runtimeRef":{"name":"r"},"trainer":{"numNodes":3}}}`,
+		"small exponents":  `{"kind":"TrainJob","metadata":{"name":"j","namespace":"team-a"},"spec":{"runtimeRef":{"name":"r"},"trainer":{"numNodes":3,"env":[{"name":"LR","value":"1e-5"}],"resourcesPerNode":{"requests":{"cpu":"1e-999","memory":"1e18"}}}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			var job trainer.TrainJob
