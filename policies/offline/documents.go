@@ -28,6 +28,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // Cluster is what the documents describe.
@@ -216,6 +218,10 @@ func (c *Cluster) add(source string, doc []byte) error {
 			}
 		}
 		return nil
+	}
+	// Before any typed decode (render.ScreenQuantities).
+	if err := render.ScreenQuantities(js); err != nil {
+		return fmt.Errorf("invalid %s: %w", meta.Kind, err)
 	}
 	if created, err := c.addCreated(meta.APIVersion, meta.Kind, js); created || err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // trainJobDecoder is controller-runtime's admission decoder over a scheme
@@ -20,9 +22,9 @@ var trainJobDecoder = func() admission.Decoder {
 
 // decodeTrainJob reads a TrainJob (an AdmissionRequest's object or
 // oldObject) with controller-runtime's decoder, once no string in it would
-// make the decoder spend minutes on a quantity (slowquantities.go).
+// make the decoder spend minutes on a quantity (render.ScreenQuantities).
 func decodeTrainJob(raw runtime.RawExtension, into *trainer.TrainJob) error {
-	if err := screenQuantities(raw.Raw); err != nil {
+	if err := render.ScreenQuantities(raw.Raw); err != nil {
 		return err
 	}
 	return trainJobDecoder.DecodeRaw(raw, into)

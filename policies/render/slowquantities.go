@@ -1,4 +1,4 @@
-package trainjob
+package render
 
 import (
 	"bytes"
@@ -13,20 +13,21 @@ import (
 // Decoding a quantity costs apimachinery's parser (resource.ParseQuantity)
 // time that grows with its exponent and digits: "1e-10000000" took 2.5 s,
 // "1e-30000000" 10 s, and the CRDs' quantity pattern lets "1e-2147483647"
-// into a TrainJob's resources, where every typed decoder (this webhook's,
-// its informers', the Trainer's) would spend hours on it. So the request's
-// JSON is read untyped first (its strings unescaped, nothing parsed as a
-// quantity), and a string no quantity Kubernetes represents can be (at
-// most 2^63-1 with nano precision) but that would take a parser this long
-// is refused, naming its field, before the typed decode.
+// into a TrainJob's resources, where every typed decoder (the webhooks',
+// their informers', the Trainer's, `mpiguard check`'s) would spend hours on
+// it. So what mpiguard decodes from a request or a file is read untyped
+// first (its strings unescaped, nothing parsed as a quantity), and a string
+// no quantity Kubernetes represents can be (at most 2^63-1 with nano
+// precision) but that would take a parser this long is refused, naming its
+// field, before the typed decode.
 const (
 	maxQuantityExponent = 999 // "1e-999" parses in microseconds; Kubernetes needs at most 18
 	maxQuantityDigits   = 300 // digits before any suffix
 )
 
-// screenQuantities refuses raw (a JSON object) when a string in it would
+// ScreenQuantities refuses raw (a JSON object) when a string in it would
 // cost a quantity parser minutes; malformed JSON is left to the decoder.
-func screenQuantities(raw []byte) error {
+func ScreenQuantities(raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var obj any
