@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mpiguard/mpiguard/policies/render"
 	"github.com/mpiguard/mpiguard/runtimes/template"
 )
 
@@ -96,6 +97,11 @@ func (v *Validator) decode(req admission.Request, old bool) (*metav1.ObjectMeta,
 	raw := req.Object
 	if old {
 		raw = req.OldObject
+	}
+	// Before the typed decode (render.ScreenQuantities): a namespace's
+	// admins may write TrainingRuntimes.
+	if err := render.ScreenQuantities(raw.Raw); err != nil {
+		return nil, nil, fmt.Errorf("decoding %s: %w", req.Kind.Kind, err)
 	}
 	switch req.Kind.Kind {
 	case trainer.ClusterTrainingRuntimeKind:

@@ -158,3 +158,18 @@ func openMPISpec(t *testing.T) *trainer.TrainingRuntimeSpec {
 	}
 	return all[i].Spec.DeepCopy()
 }
+
+// A quantity whose decoding would take hours (the CRD's pattern allows it)
+// is refused, naming its field, before the typed decode.
+func TestHandleRefusesQuantitiesThatTakeHoursToDecode(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = trainer.AddToScheme(scheme)
+	v := NewValidator(admission.NewDecoder(scheme))
+	req := request(t, admissionv1.Create, "TrainingRuntime", nil, nil)
+	req.Object = runtime.RawExtension{Raw: []byte(`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainingRuntime","metadata":{"name":"r","namespace":"team-a"},
+		"spec":{"template":{"spec":{"replicatedJobs":[{"name":"node","template":{"spec":{"template":{"spec":{"containers":[{"name":"node","resources":{"requests":{"cpu":"1e-2147483647"}}}]}}}}}]}}}}`)}
+	resp := v.Handle(context.Background(), req)
+	if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "resources.requests.cpu") {
+		t.Fatalf("want a refusal naming resources.requests.cpu, got %+v", resp.Result)
+	}
+}
