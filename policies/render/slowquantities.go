@@ -69,6 +69,8 @@ func firstSlowQuantity(v any, path *[]any) (string, bool) {
 	switch t := v.(type) {
 	case string:
 		return t, slowQuantity(t)
+	case json.Number: // a quantity may be written as a number, too
+		return string(t), slowQuantity(string(t))
 	case map[string]any:
 		for k, e := range t {
 			*path = append(*path, k)

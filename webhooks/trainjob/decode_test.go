@@ -24,6 +24,8 @@ func TestDecodeTrainJobRefusesWhatIsNotATrainJob(t *testing.T) {
 			`spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: Invalid value: "1e-2147483647": a quantity with more than 300 digits or an exponent beyond ±999`},
 		"the same, escaped": {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"runtimeRef":{"name":"r"},"trainer":{"resourcesPerNode":{"limits":{"cpu":"\u0031E-2147483647"}}}}}`,
 			`spec.trainer.resourcesPerNode.limits.cpu: Invalid value: "1E-2147483647"`},
+		"the same, as a number": {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"runtimeRef":{"name":"r"},"trainer":{"resourcesPerNode":{"limits":{"memory":1e-2147483647}}}}}`,
+			`spec.trainer.resourcesPerNode.limits.memory: Invalid value: "1e-2147483647"`},
 		"wrong type": {`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"j"},"spec":{"activeDeadlineSeconds":1e+30,"runtimeRef":{"name":"r"}}}`, "spec.activeDeadlineSeconds"},
 	} {
 		t.Run(name, func(t *testing.T) {
