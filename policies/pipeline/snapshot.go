@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 // The Trainer (v2.3, KEP-2599) copies a TrainJob's runtime into the ConfigMap
@@ -79,6 +81,14 @@ func ParseSnapshot(data map[string]string, kind string) ParsedSnapshot {
 	yamlData, ok := data[snapshotDataKey]
 	if !ok {
 		return ParsedSnapshot{Reason: fmt.Sprintf("invalid runtime snapshot: snapshot ConfigMap missing %q data key", snapshotDataKey)}
+	}
+	// A snapshot is a ConfigMap of the job's namespace, which its tenants
+	// may edit: screened as a request is before the typed decode
+	// (render.ScreenQuantities), since a resume reads it.
+	if js, err := yaml.YAMLToJSON([]byte(yamlData)); err == nil {
+		if err := render.ScreenQuantities(js); err != nil {
+			return ParsedSnapshot{Reason: fmt.Sprintf("invalid runtime snapshot: %v", err)}
+		}
 	}
 	var rt client.Object = &trainer.ClusterTrainingRuntime{}
 	if kind == trainer.TrainingRuntimeKind {

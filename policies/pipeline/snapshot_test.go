@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -92,5 +93,24 @@ func TestSnapshotIdentityIsItsContent(t *testing.T) {
 	}
 	if missing := ParseSnapshot(map[string]string{}, trainer.ClusterTrainingRuntimeKind); missing.Runtime != nil || missing.Reason == "" {
 		t.Errorf("no data key: %+v, want a reason", missing)
+	}
+}
+
+// A snapshot whose quantity would take the parser hours (its ConfigMap is
+// the tenant's to edit) is refused with the field, never decoded.
+func TestSnapshotWithASlowQuantityIsRefused(t *testing.T) {
+	data := map[string]string{"runtime": `apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: gpu}
+spec:
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template: {spec: {template: {spec: {containers: [{name: node, resources: {requests: {cpu: "1e-2147483647"}}}]}}}}
+`}
+	got := ParseSnapshot(data, trainer.ClusterTrainingRuntimeKind)
+	if got.Runtime != nil || !strings.Contains(got.Reason, "resources.requests.cpu") {
+		t.Fatalf("ParseSnapshot = %+v, want a reason naming resources.requests.cpu", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 )
@@ -46,11 +45,8 @@ func TestRenderRefusesQuantitiesKubernetesCannotHold(t *testing.T) {
 			if err := ApplyDefaults(tc.runtime, tc.trainJob); err != nil {
 				t.Fatalf("ApplyDefaults: %v", err)
 			}
-			start := time.Now()
+			// Unchecked, "1e10000000" runs past the test's timeout.
 			_, err := r.Render(context.Background(), Input{TrainJob: tc.trainJob, Runtime: tc.runtime})
-			if took := time.Since(start); took > 10*time.Second {
-				t.Errorf("Render took %v", took) // not a timing assertion: the unchecked path takes minutes
-			}
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Render: %v", err)
