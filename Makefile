@@ -41,8 +41,8 @@ KUSTOMIZE      = $(GO) tool kustomize
 HELM_CHART     = config/helm/mpiguard
 GOLANGCI_LINT  = $(GO) tool -modfile=test/tools/lint.mod golangci-lint
 OPA            = $(GO) tool opa
-# The engine's policy sandbox (policies/engine/capabilities.go) for the opa CLI;
-# regenerate: go test ./policies/engine -run TestCapabilitiesFile -update
+# The engine's policy sandbox (internal/engine/capabilities.go) for the opa CLI;
+# regenerate: go test ./internal/engine -run TestCapabilitiesFile -update
 OPA_CAPABILITIES = test/tools/opa-capabilities.json
 
 UNIT_PKGS        = $$($(GO) list ./... | grep -v -e /test/integration -e /test/load)
@@ -68,16 +68,16 @@ FUZZTIME         ?= 60s
 # it minimizing instead of fuzzing.
 FUZZMINIMIZETIME ?= 1s
 FUZZ_TARGETS = \
-  policies/render:FuzzRender \
-  policies/render:FuzzRenderKnobs \
-  policies/engine:FuzzDecide \
-  policies/engine:FuzzDecideRandomRequest \
-  policies/engine:FuzzObjectCounts \
-  policies/engine:FuzzParseParameters \
+  internal/render:FuzzRender \
+  internal/render:FuzzRenderKnobs \
+  internal/engine:FuzzDecide \
+  internal/engine:FuzzDecideRandomRequest \
+  internal/engine:FuzzObjectCounts \
+  internal/engine:FuzzParseParameters \
   runtimes/constraints:FuzzParseConstraints \
-  policies/offline:FuzzReadDocuments \
-  policies/offline:FuzzCheck \
-  policies/quota/reservations:FuzzReadReservation
+  internal/check:FuzzReadDocuments \
+  internal/check:FuzzCheck \
+  internal/reservations:FuzzReadReservation
 
 ##@ General
 

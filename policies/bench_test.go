@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/input"
-	"github.com/mpiguard/mpiguard/policies/offline"
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	"github.com/mpiguard/mpiguard/policies/quota"
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/check"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/quota"
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // benchCluster is a namespace with a residency zone, a GPU quota with usage,
@@ -122,7 +122,7 @@ spec:
 type benchEnv struct {
 	eng     *engine.Engine
 	rnd     *render.Renderer
-	cluster *offline.Cluster
+	cluster *check.Cluster
 	pipe    *pipeline.Pipeline
 	reader  pipeline.Cluster
 }
@@ -134,7 +134,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	// into the benchmark output.
 	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
-	c := offline.NewCluster()
+	c := check.NewCluster()
 	if err := c.Read("bench", strings.NewReader(benchCluster)); err != nil {
 		b.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchEnv{eng: eng, rnd: rnd, cluster: c, pipe: pipeline.New(rnd, eng), reader: offline.NewReader(c)}
+	return &benchEnv{eng: eng, rnd: rnd, cluster: c, pipe: pipeline.New(rnd, eng), reader: check.NewReader(c)}
 }
 
 // admission is one webhook call's work: the pipeline's Mutate stage (the

@@ -1,7 +1,7 @@
 // Package policies embeds mpiguard's default policies: one folder per policy
 // (gatekeeper-library layout: the Rego, its _test.rego, samples/, and its
 // parameters.schema.yaml when it takes parameters), the shared lib/ package,
-// and the cluster settings (parameters.yaml). policies/engine compiles them.
+// and the cluster settings (parameters.yaml). internal/engine compiles them.
 package policies
 
 import "embed"

@@ -6,17 +6,17 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mpiguard/mpiguard/internal/check"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/policies"
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/offline"
-	"github.com/mpiguard/mpiguard/policies/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the samples' .want files from the current output (review the diff!)")
 
 // TestRegoUnitTests runs every test_* rule of every policy with OPA's tester.
 func TestRegoUnitTests(t *testing.T) {
-	results, err := offline.RunRegoTests(context.Background(), policies.FS)
+	results, err := check.RunRegoTests(context.Background(), policies.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +42,8 @@ func TestSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &offline.Evaluator{Engine: eng, Renderer: rnd, User: "sample-suite"}
-	cases, err := offline.RunSamples(ctx, os.DirFS("."), ev)
+	ev := &check.Evaluator{Engine: eng, Renderer: rnd, User: "sample-suite"}
+	cases, err := check.RunSamples(ctx, os.DirFS("."), ev)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/policies"
-	"github.com/mpiguard/mpiguard/policies/engine"
 )
 
 // schemas reads every embedded policy's parameter schema, by policy name.

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
-	"github.com/mpiguard/mpiguard/policies/audit"
+	"github.com/mpiguard/mpiguard/internal/audit"
+	"github.com/mpiguard/mpiguard/internal/devcluster"
 )
 
 // demo is what the steps share: the cluster, and a client that collects

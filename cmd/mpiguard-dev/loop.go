@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 // The quota loop's namespace, its ResourceQuota and the resource it shows

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
+	"github.com/mpiguard/mpiguard/internal/devcluster"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
+	"github.com/mpiguard/mpiguard/internal/devcluster"
 )
 
 // samples are the demo's objects, as a user would write them; the demo

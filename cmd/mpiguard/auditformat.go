@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/mpiguard/mpiguard/policies/audit"
+	"github.com/mpiguard/mpiguard/internal/audit"
 )
 
 // auditFinding is one result as json/yaml print it.

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/mpiguard/mpiguard/policies/audit"
+	"github.com/mpiguard/mpiguard/internal/audit"
 )
 
 func TestWriteAudit(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/offline"
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/check"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
@@ -140,10 +140,10 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 			return &exitError{2, err}
 		}
 	}
-	var results []offline.Result
+	var results []check.Result
 	var sources []string // with --each-file, each result's file, for the text output's headings
 	for _, cluster := range clusters {
-		var got []offline.Result
+		var got []check.Result
 		if o.fromCluster {
 			got, err = o.checkInCluster(ctx, ev, cluster, stderr)
 		} else {
@@ -164,28 +164,28 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		}
 	}
 	if o.output == "json" {
-		err = offline.WriteJSON(stdout, results)
+		err = check.WriteJSON(stdout, results)
 	} else {
 		err = writeText(stdout, results, sources, o.eachFile, o.showPatches)
 	}
 	if err != nil {
 		return &exitError{2, err}
 	}
-	if code := offline.ExitCode(results); code != 0 {
+	if code := check.ExitCode(results); code != 0 {
 		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code])}
 	}
 	return nil
 }
 
 type evaluatorOrError struct {
-	ev  *offline.Evaluator
+	ev  *check.Evaluator
 	err error
 }
 
 // withCurated lets the TrainJobs of every cluster name a curated runtime
 // without the documents defining it: mpiguard's controller publishes them in
 // every cluster.
-func withCurated(clusters []*offline.Cluster) error {
+func withCurated(clusters []*check.Cluster) error {
 	curated, err := catalog.Load()
 	if err != nil {
 		return err
@@ -201,9 +201,9 @@ func withCurated(clusters []*offline.Cluster) error {
 
 // writeText writes the results as text, with --each-file under a heading
 // naming each cluster's file.
-func writeText(w io.Writer, results []offline.Result, sources []string, eachFile, showPatches bool) error {
+func writeText(w io.Writer, results []check.Result, sources []string, eachFile, showPatches bool) error {
 	if !eachFile {
-		return offline.WriteText(w, results, showPatches)
+		return check.WriteText(w, results, showPatches)
 	}
 	for i := 0; i < len(results); {
 		j := i
@@ -213,7 +213,7 @@ func writeText(w io.Writer, results []offline.Result, sources []string, eachFile
 		if _, err := fmt.Fprintf(w, "== %s\n", sources[i]); err != nil {
 			return err
 		}
-		if err := offline.WriteText(w, results[i:j], showPatches); err != nil {
+		if err := check.WriteText(w, results[i:j], showPatches); err != nil {
 			return err
 		}
 		i = j
@@ -223,23 +223,23 @@ func writeText(w io.Writer, results []offline.Result, sources []string, eachFile
 
 // read reads the documents of -f: one cluster, or with --each-file one per
 // file (standard input is one file).
-func (o checkOptions) read(stdin io.Reader) ([]*offline.Cluster, error) {
+func (o checkOptions) read(stdin io.Reader) ([]*check.Cluster, error) {
 	if !o.eachFile {
-		cluster := offline.NewCluster()
+		cluster := check.NewCluster()
 		for _, f := range o.files {
 			if err := cluster.ReadPath(f, stdin); err != nil {
-				if errors.Is(err, offline.ErrDuplicate) {
+				if errors.Is(err, check.ErrDuplicate) {
 					err = fmt.Errorf("%w (if each file is a cluster of its own, as policy samples are, add --each-file)", err)
 				}
 				return nil, err
 			}
 		}
-		return []*offline.Cluster{cluster}, nil
+		return []*check.Cluster{cluster}, nil
 	}
-	var clusters []*offline.Cluster
+	var clusters []*check.Cluster
 	for _, f := range o.files {
 		if f == "-" {
-			cluster := offline.NewCluster()
+			cluster := check.NewCluster()
 			cluster.Source = "<stdin>"
 			if err := cluster.ReadPath(f, stdin); err != nil {
 				return nil, err
@@ -247,12 +247,12 @@ func (o checkOptions) read(stdin io.Reader) ([]*offline.Cluster, error) {
 			clusters = append(clusters, cluster)
 			continue
 		}
-		files, err := offline.Files(f)
+		files, err := check.Files(f)
 		if err != nil {
 			return nil, err
 		}
 		for _, file := range files {
-			cluster := offline.NewCluster()
+			cluster := check.NewCluster()
 			cluster.Source = file
 			if err := cluster.ReadFile(file); err != nil {
 				return nil, err
@@ -264,7 +264,7 @@ func (o checkOptions) read(stdin io.Reader) ([]*offline.Cluster, error) {
 }
 
 // checkInCluster judges the input's TrainJobs in the live cluster.
-func (o checkOptions) checkInCluster(ctx context.Context, ev *offline.Evaluator, docs *offline.Cluster, stderr io.Writer) ([]offline.Result, error) {
+func (o checkOptions) checkInCluster(ctx context.Context, ev *check.Evaluator, docs *check.Cluster, stderr io.Writer) ([]check.Result, error) {
 	if n := len(docs.Namespaces) + len(docs.Quotas) + len(docs.LimitRanges) + len(docs.RuntimeClasses) + len(docs.ClusterRuntimes) + len(docs.Runtimes); n > 0 {
 		fmt.Fprintf(stderr, "note: --from-cluster: %d non-TrainJob documents ignored (the live cluster's objects are used)\n", n)
 	}
@@ -283,7 +283,7 @@ func (o checkOptions) checkInCluster(ctx context.Context, ev *offline.Evaluator,
 // evaluatorFromFlags runs the policies of --policies/--parameters (the
 // embedded ones by default) through the admission pipeline; user names the
 // requester in decisions.
-func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (*offline.Evaluator, error) {
+func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (*check.Evaluator, error) {
 	set, err := policySetFromFlags(dir, parametersFile)
 	if err != nil {
 		return nil, err
@@ -296,7 +296,7 @@ func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (
 	if err != nil {
 		return nil, err
 	}
-	return &offline.Evaluator{Engine: eng, Renderer: rnd, User: user}, nil
+	return &check.Evaluator{Engine: eng, Renderer: rnd, User: user}, nil
 }
 
 // policySetFromFlags returns the embedded policy set with the policies of

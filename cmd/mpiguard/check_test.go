@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/mpiguard/mpiguard/policies/offline"
+	"github.com/mpiguard/mpiguard/internal/check"
 )
 
 const samples = "../../policies/"
@@ -127,7 +127,7 @@ func TestCheckReadsListsAndNotesIgnoredKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster := offline.NewCluster()
+	cluster := check.NewCluster()
 	if err := cluster.Read("sample", strings.NewReader(string(sample))); err != nil {
 		t.Fatal(err)
 	}

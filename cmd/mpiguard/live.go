@@ -8,10 +8,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
-	"github.com/mpiguard/mpiguard/policies/audit"
-	"github.com/mpiguard/mpiguard/policies/offline"
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	"github.com/mpiguard/mpiguard/internal/audit"
+	"github.com/mpiguard/mpiguard/internal/check"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // liveFlags are the flags of the subcommands that read a live cluster (audit,
@@ -52,7 +52,7 @@ func (l liveFlags) connect() (client.Client, string, error) {
 // auditor runs objects of the cluster c reads through ev's pipeline: every
 // read is a plain read of the apiserver, and reservations are read where
 // mpiguard keeps them.
-func (l liveFlags) auditor(c client.Client, ev *offline.Evaluator) *audit.Auditor {
+func (l liveFlags) auditor(c client.Client, ev *check.Evaluator) *audit.Auditor {
 	return &audit.Auditor{
 		Pipeline:     pipeline.New(ev.Renderer, ev.Engine),
 		Cluster:      pipeline.ClientCluster{Reader: c, Live: c},

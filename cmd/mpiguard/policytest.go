@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpiguard/mpiguard/internal/check"
+	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/policies"
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/offline"
 )
 
 func init() { registerSubcommand(newPolicyCommand) }
@@ -84,7 +84,7 @@ func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer)
 	}
 	failed := 0
 
-	tests, err := offline.RunRegoTestsOver(ctx, fsys, base)
+	tests, err := check.RunRegoTestsOver(ctx, fsys, base)
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -106,7 +106,7 @@ func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer)
 	if err != nil {
 		return &exitError{2, err}
 	}
-	cases, err := offline.RunSamples(ctx, fsys, ev)
+	cases, err := check.RunSamples(ctx, fsys, ev)
 	if err != nil {
 		return &exitError{2, err}
 	}

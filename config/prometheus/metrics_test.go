@@ -13,7 +13,7 @@ import (
 	// when imported: each package's collectors, controller-runtime's webhook
 	// and controller metrics.
 	_ "github.com/mpiguard/mpiguard/cmd/mpiguard/app"
-	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 

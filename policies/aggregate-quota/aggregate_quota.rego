@@ -3,7 +3,7 @@
 # use (status.used) and what admitted-but-not-yet-running TrainJobs and
 # in-flight submits hold.
 #
-# Go (policies/quota) supplies, per quota, the job's demand for each quota
+# Go (internal/quota) supplies, per quota, the job's demand for each quota
 # resource name: the pod quota evaluator's name mapping (requests.X, limits.X,
 # cpu, pods, ...) and the quota's scopes (PriorityClass, Terminating,
 # BestEffort, ...) are applied there once, for this job and for the jobs that

@@ -17,7 +17,7 @@
 # gives the gang no time to gather its pods: a warning. A gang larger than a
 # ResourceQuota's free room is refused by aggregate-quota.
 #
-# Go (policies/gang) supplies input.gang: the PodGroup as the Trainer builds
+# Go (internal/gang) supplies input.gang: the PodGroup as the Trainer builds
 # it, the queue chain (leaf first) and, per capped resource, exact milli
 # amounts: what the gang needs, the capability and what is allocated.
 package mpiguard.policies.gang_scheduling

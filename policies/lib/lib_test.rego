@@ -31,7 +31,7 @@ test_display_big_amounts if {
 	lib.display("", 10000000000000000000000) == "10000000000000000000"
 }
 
-# The cases Go's quota.Display is held to (policies/quota), for every kind of
+# The cases Go's quota.Display is held to (internal/quota), for every kind of
 # resource: what a message shows of an amount Go supplies and of one a policy
 # computes (what a quota has free) reads the same.
 test_display_as_go_displays if {

@@ -30,7 +30,7 @@ memory_like(res) if startswith(res, "hugepages-")
 # that divides them (up to Ei: 16Gi, 7936Mi, 1000000000), other whole amounts
 # plainly (4, 1000: counts and cores, never 1k). Go displays the amounts it
 # supplies (demand.display, hardDisplay, ...) the same way (quota.Display in
-# policies/quota, whose test compares the two).
+# internal/quota, whose test compares the two).
 display(_, m) := "0" if m <= 0
 
 display(_, m) := sprintf("%dm", [m]) if {

@@ -10,11 +10,11 @@
 # of any size) or when an update removes it (a client compiled against a
 # TrainJob type without the field, as every Kueue release targeting Trainer
 # v2.0/v2.1 is, writes objects without it). The mutating pass puts a removed
-# deadline back from the stored object (policies/pipeline, restore.go), so the
+# deadline back from the stored object (internal/pipeline, restore.go), so the
 # removal rule here only catches an update that lost it after mpiguard's
 # mutation. A resume is judged because the deadline counts from it, and
 # because an UPDATE of a job that stays suspended is only warned about until
-# then (policies/pipeline, deferDenials).
+# then (internal/pipeline, deferDenials).
 package mpiguard.policies.max_duration
 
 import data.mpiguard.lib

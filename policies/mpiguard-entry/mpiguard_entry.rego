@@ -59,7 +59,7 @@ msg_entry_unwanted(field) := sprintf(
 # pass puts the stored entry back when an update leaves it out (a client
 # compiled against a TrainJob type without spec.runtimePatches, as every
 # Kueue release targeting Trainer v2.0/v2.1 is, writes objects without it:
-# policies/pipeline, restore.go), so this only catches an update that lost it
+# internal/pipeline, restore.go), so this only catches an update that lost it
 # after mpiguard's mutation.
 deny contains lib.violation("spec.runtimePatches", msg_entry_removed) if {
 	lib.mpi_job

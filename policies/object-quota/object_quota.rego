@@ -8,7 +8,7 @@
 # the Workers' refused): the half-started job quotas on pods already guard
 # against.
 #
-# Go (policies/quota) supplies input.job.objects: created, what the job
+# Go (internal/quota) supplies input.job.objects: created, what the job
 # creates (kind, creator, how many, how many exist already and are not
 # created again), and quotas, per quota name that counts such objects, what
 # the job needs of it and the quota's hard, used and held amounts, exact

@@ -1,7 +1,7 @@
 # pod-security: a TrainJob whose pods, as the Trainer would create them, Pod
 # Security admission would refuse is denied at submit instead of being
 # admitted and then hanging with no pods (the refusal only shows as a
-# FailedCreate event on a Job). Go (policies/podsecurity) reads the
+# FailedCreate event on a Job). Go (internal/podsecurity) reads the
 # namespace's pod-security.kubernetes.io/<mode>[-version] labels and judges
 # every rendered pod with the apiserver's own checks
 # (k8s.io/pod-security-admission): input.job.podSecurity holds, per mode, the

@@ -1,6 +1,6 @@
 # rendered-pods: a TrainJob whose pods, as the Trainer would create them, the
 # apiserver would reject is denied at submit instead of being admitted and
-# then hanging with no pods. Go renders the job's pods (policies/render)
+# then hanging with no pods. Go renders the job's pods (internal/render)
 # and validates them as the apiserver would: container resources (a request
 # above its limit, ...), LimitRange minimums and maximums, images, env names,
 # node selectors. Each reason is an entry of input.job.problems: the field,

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // requireHydraEnv makes a missing Hydra a failure instead of a skip; `make test`

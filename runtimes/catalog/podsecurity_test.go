@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/mpiguard/mpiguard/policies/podsecurity"
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/podsecurity"
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // TestPodsMeetRestricted renders a TrainJob on every published runtime, for

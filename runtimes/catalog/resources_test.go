@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // TestResourcesPerNodeSizeTheWorkers renders a GPU TrainJob on every published
-// runtime with the Trainer's own runtime framework (policies/render) and checks
+// runtime with the Trainer's own runtime framework (internal/render) and checks
 // where TrainJob.spec.trainer.resourcesPerNode lands. The Trainer (v2.3) merges
 // it into the ancestor-labelled job (the launcher) and, only with
 // runLauncherAsNode, into the node job: a curated runtime that got this wrong

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
-	api "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	api "github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 // Each verdict finish records is counted once, by runtime, result and reason:

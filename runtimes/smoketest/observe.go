@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	api "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	api "github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 // Observation is everything the verdict depends on, read from the cluster.

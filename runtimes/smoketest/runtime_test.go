@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	api "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	api "github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 // A runtime applied together with its RuntimeTest may not be in the cache

@@ -7,7 +7,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/mpiguard/mpiguard/policies/podsecurity"
+	"github.com/mpiguard/mpiguard/internal/podsecurity"
 )
 
 // warnPodSecurity warns about pod templates that Pod Security "restricted"

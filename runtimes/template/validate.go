@@ -2,7 +2,7 @@
 // by cluster admins: the rules an MPI runtime template must follow for the
 // Trainer to run it (ValidateSpec), its constraint annotations
 // (runtimes/constraints), its MPI implementation label and whether its pods
-// meet Pod Security "restricted" (policies/podsecurity). The runtime
+// meet Pod Security "restricted" (internal/podsecurity). The runtime
 // webhook (webhooks/runtimetemplate) answers with the result at admission;
 // audit reports it for runtimes already in the cluster.
 package template

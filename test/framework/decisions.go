@@ -14,7 +14,7 @@ import (
 
 // DecisionsPerReplica counts, per replica, the lines of its decision log for
 // which filter returns true (every line when filter is nil). A line is one
-// validating decision as policies/engine writes it: "namespace", "trainJob",
+// validating decision as internal/engine writes it: "namespace", "trainJob",
 // "operation" (CREATE, UPDATE), "allowed", "dryRunRequest", ... A replica
 // that has decided nothing yet, or logs no decisions, counts 0. An unreadable
 // log or a line that is not JSON fails the spec.

@@ -1,5 +1,5 @@
 // Package framework runs mpiguard's integration tests against a real control
-// plane: the local cluster of cmd/mpiguard-dev/devcluster (what `make run`
+// plane: the local cluster of internal/devcluster (what `make run`
 // starts too), with the Ginkgo helpers the suites share on top. The cluster
 // lives outside test/ so that a change to a test helper cannot break `make
 // run`; this package only adds to it.
@@ -8,7 +8,7 @@ package framework
 import (
 	"context"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
+	"github.com/mpiguard/mpiguard/internal/devcluster"
 )
 
 // Env is a running integration environment: devcluster's, with the suites'

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 // CreateClusterRuntime creates a ClusterTrainingRuntime for one spec and

@@ -4,7 +4,7 @@
 # clone, as test/controlplane/build.sh does for kube-apiserver, and copies
 # the KWOK stages the local cluster runs from the same module: KWOK plays
 # the kubelet of the fake GPU nodes of `make run` and of the integration
-# suites that ask for running pods (cmd/mpiguard-dev/devcluster/kwok.go).
+# suites that ask for running pods (internal/devcluster/kwok.go).
 #
 # Stages (stages/): node-initialize (a node becomes Ready) from
 # kustomize/stage/node/fast, and kustomize/stage/pod/general (a pod bound to

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
+	"github.com/mpiguard/mpiguard/internal/devcluster"
 )
 
 // asShipped runs this process's garbage collector as the shipped Deployment

@@ -25,7 +25,7 @@ import (
 	jobsetv1alpha2ac "sigs.k8s.io/jobset/client-go/applyconfiguration/jobset/v1alpha2"
 	"sigs.k8s.io/jobset/pkg/util/placement"
 
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // rendered is what the Trainer controller applies for one TrainJob, and the

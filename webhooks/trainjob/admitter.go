@@ -11,9 +11,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // admitter is what both webhooks share: the cluster they read, the pipeline

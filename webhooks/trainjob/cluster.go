@@ -1,6 +1,6 @@
 package trainjob
 
-import "github.com/mpiguard/mpiguard/policies/pipeline"
+import "github.com/mpiguard/mpiguard/internal/pipeline"
 
 // RBAC (ClusterRole: the webhooks judge TrainJobs of every namespace, from the
 // manager's cache, so each of these is listed and watched cluster-wide):
@@ -15,7 +15,7 @@ import "github.com/mpiguard/mpiguard/policies/pipeline"
 // +kubebuilder:rbac:groups="",resources=namespaces;resourcequotas;limitranges;pods,verbs=get;list;watch
 // A stored job's runtime snapshot (<job>-runtime-snapshot), which the Trainer
 // builds its resumes from: read with a GET when a job is judged, never listed
-// or watched (policies/pipeline/snapshot.go).
+// or watched (internal/pipeline/snapshot.go).
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // The JobSet the Trainer built for a stored job that mpiguard cannot render:
 // its pods are what the job charges (read with a GET, never listed).

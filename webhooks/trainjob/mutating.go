@@ -5,7 +5,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mpiguard/mpiguard/policies/pipeline"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 )
 
 // reinvocationPolicy IfNeeded: Kueue's mutating webhook (v0.17+) also acts

@@ -7,8 +7,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // decideReserving decides a request that lets a job create pods (a create that

@@ -2,7 +2,7 @@
 // TrainJobs. Only MPI TrainJobs (their runtime has mlPolicy.mpi) are governed;
 // every other TrainJob is allowed untouched after one cached runtime lookup.
 // Each handler decodes the request, runs it through the admission pipeline
-// (policies/pipeline: render, quota, policy engine) and answers with its
+// (internal/pipeline: render, quota, policy engine) and answers with its
 // verdict; the validating one also records the quota a job that starts pods
 // reserves (reserve.go).
 // controller-runtime's admission.Webhook serves each request and decodes the
@@ -16,8 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // Paths at which the webhooks are served; config/webhook is generated from the markers.

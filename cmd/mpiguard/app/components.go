@@ -6,9 +6,9 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/mpiguard/mpiguard/internal/audit"
+	"github.com/mpiguard/mpiguard/internal/kueuecheck"
 	"github.com/mpiguard/mpiguard/networkpolicies"
-	"github.com/mpiguard/mpiguard/policies/admissioncheck"
-	"github.com/mpiguard/mpiguard/policies/audit"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
 	"github.com/mpiguard/mpiguard/runtimes/smoketest"
 	"github.com/mpiguard/mpiguard/webhooks/runtimetemplate"
@@ -28,7 +28,7 @@ type Options struct {
 	// KueueAdmissionCheck answers Kueue AdmissionChecks whose controllerName
 	// is mpiguard.io/admission (needs TrainJobWebhooks: it shares their
 	// pipeline; off by itself when Kueue's CRDs are not installed).
-	KueueAdmissionCheck admissioncheck.Options
+	KueueAdmissionCheck kueuecheck.Options
 	// RuntimePublisher publishes the curated MPI ClusterTrainingRuntimes.
 	RuntimePublisher publisher.Options
 	// RuntimeTemplateWebhook validates MPI (Cluster)TrainingRuntime templates.
@@ -45,7 +45,7 @@ func DefaultOptions() Options {
 		TrainJobWebhooks:       true,
 		Policies:               DefaultPolicyOptions(),
 		Audit:                  audit.DefaultOptions(),
-		KueueAdmissionCheck:    admissioncheck.DefaultOptions(),
+		KueueAdmissionCheck:    kueuecheck.DefaultOptions(),
 		RuntimePublisher:       publisher.DefaultOptions(),
 		RuntimeTemplateWebhook: true,
 		RuntimeTests:           smoketest.DefaultOptions(),

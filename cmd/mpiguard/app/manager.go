@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/policies/reload"
+	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/reload"
 )
 
 // NewManager builds the controller-runtime manager with mpiguard's scheme, the
@@ -138,7 +138,7 @@ func cacheOptions(ownNamespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJobSet)},
-			// Only policy ConfigMaps are watched (policies/reload), and only in
+			// Only policy ConfigMaps are watched (internal/reload), and only in
 			// mpiguard's own namespace: a cluster-wide informer would let any
 			// tenant fill mpiguard's memory with labelled ConfigMaps (and would
 			// need list/watch on every ConfigMap of the cluster).

@@ -12,13 +12,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/mpiguard/mpiguard/policies/admissioncheck"
-	"github.com/mpiguard/mpiguard/policies/audit"
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
-	"github.com/mpiguard/mpiguard/policies/reload"
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/audit"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/kueuecheck"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/reload"
+	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
 
@@ -78,7 +78,7 @@ func (o PolicyOptions) decisionLog() (io.Writer, error) {
 
 // setupPolicies builds the renderer and the policy engine (once per process)
 // and serves the TrainJob webhooks with them; audit judges with the same.
-func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options, ko admissioncheck.Options) error {
+func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options, ko kueuecheck.Options) error {
 	log, err := o.decisionLog()
 	if err != nil {
 		return err
@@ -153,12 +153,12 @@ func setupAudit(mgr ctrl.Manager, p *pipeline.Pipeline, loader *reload.Reconcile
 // leader with the webhooks' pipeline, reserving namespace quota in the same
 // QuotaReservations the validating webhook writes. Without Kueue's CRDs it is
 // off and mpiguard still serves admission.
-func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *reservations.Admitter, ko admissioncheck.Options) error {
+func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *reservations.Admitter, ko kueuecheck.Options) error {
 	if !ko.Enabled {
 		return nil
 	}
-	err := admissioncheck.SetupWithManager(mgr, p, admitter, ko)
-	if errors.Is(err, admissioncheck.ErrNoKueue) {
+	err := kueuecheck.SetupWithManager(mgr, p, admitter, ko)
+	if errors.Is(err, kueuecheck.ErrNoKueue) {
 		ctrl.Log.WithName("kueue-admission-check").Info(err.Error())
 		return nil
 	}

@@ -14,13 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // decisionReads are the types the TrainJob webhooks read from the cache to
 // decide (webhooks/trainjob/cluster.go; the quota reservation transaction's
-// store; the policy ConfigMaps of policies/reload).
+// store; the policy ConfigMaps of internal/reload).
 func decisionReads() []client.Object {
 	return []client.Object{
 		&trainer.TrainJob{}, &trainer.ClusterTrainingRuntime{}, &trainer.TrainingRuntime{},

@@ -10,7 +10,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	mpiguardv1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	mpiguardv1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 // schemeBuilders are the API groups mpiguard reads and writes. Components with
@@ -22,7 +22,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	mpiguardv1alpha1.AddToScheme, // mpiguard.io: QuotaReservation, RuntimeTest
 	reportsv1alpha1.Install,
 	kueuev1beta2.AddToScheme,
-	volcanov1beta1.AddToScheme, // Volcano Queues, read for Volcano gangs (policies/gang)
+	volcanov1beta1.AddToScheme, // Volcano Queues, read for Volcano gangs (internal/gang)
 }
 
 // Scheme returns a new scheme with every API group mpiguard uses.

@@ -26,7 +26,7 @@ func TestMpiguardGroupIsOnePackage(t *testing.T) {
 		kinds[gvk.Kind] = true
 		packages[typ.PkgPath()] = true
 	}
-	if diff := cmp.Diff([]string{"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"}, slices.Sorted(maps.Keys(packages))); diff != "" {
+	if diff := cmp.Diff([]string{"github.com/mpiguard/mpiguard/api/v1alpha1"}, slices.Sorted(maps.Keys(packages))); diff != "" {
 		t.Errorf("packages of the mpiguard.io kinds (-want +got):\n%s", diff)
 	}
 	for _, kind := range []string{"QuotaReservation", "QuotaReservationList", "RuntimeTest", "RuntimeTestList"} {

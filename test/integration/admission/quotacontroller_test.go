@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 

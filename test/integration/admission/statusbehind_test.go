@@ -6,8 +6,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/policies/quota/reservations"
+	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/policies/audit"
+	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 

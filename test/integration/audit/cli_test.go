@@ -14,7 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	reports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 
-	"github.com/mpiguard/mpiguard/policies/audit"
+	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )

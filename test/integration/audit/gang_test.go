@@ -9,7 +9,7 @@ import (
 	reports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/mpiguard/mpiguard/policies/audit"
+	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard-dev/devcluster"
+	"github.com/mpiguard/mpiguard/internal/devcluster"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 

@@ -12,16 +12,16 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/mpiguard/mpiguard/policies/engine"
-	"github.com/mpiguard/mpiguard/policies/offline"
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/check"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // checker is `mpiguard check` with no flags (cmd/mpiguard/check.go,
 // runCheck): the embedded policies and parameters, the renderer.
-var checker *offline.Evaluator
+var checker *check.Evaluator
 
-func newChecker(ctx context.Context) *offline.Evaluator {
+func newChecker(ctx context.Context) *check.Evaluator {
 	GinkgoHelper()
 	set, err := engine.DefaultPolicySet()
 	Expect(err).NotTo(HaveOccurred())
@@ -29,7 +29,7 @@ func newChecker(ctx context.Context) *offline.Evaluator {
 	Expect(err).NotTo(HaveOccurred())
 	rnd, err := render.NewRenderer(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	return &offline.Evaluator{Engine: eng, Renderer: rnd, User: "mpiguard-check"}
+	return &check.Evaluator{Engine: eng, Renderer: rnd, User: "mpiguard-check"}
 }
 
 // viaCheck reads the documents and evaluates them as `mpiguard check
@@ -37,7 +37,7 @@ func newChecker(ctx context.Context) *offline.Evaluator {
 // how many allowed TrainJobs check mutates.
 func viaCheck(ctx context.Context, source, docs string) (out []outcome, mutated int) {
 	GinkgoHelper()
-	c := offline.NewCluster()
+	c := check.NewCluster()
 	Expect(c.Read(source, strings.NewReader(docs))).To(Succeed(), "check refuses the case's documents")
 	inputs := make([]*trainer.TrainJob, len(c.TrainJobs))
 	for i, s := range c.TrainJobs {

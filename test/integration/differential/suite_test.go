@@ -1,6 +1,6 @@
 // Package differential checks that `mpiguard check` evaluates exactly as
 // admission does: every policy sample and a few hundred random clusters
-// (fixtures.RandomCluster) go through policies/offline, the code behind
+// (fixtures.RandomCluster) go through internal/check, the code behind
 // `mpiguard check --show-patches`, and through mpiguard's webhooks called by
 // a real kube-apiserver; verdicts, violation messages, warnings and the
 // mutated TrainJob must be identical.

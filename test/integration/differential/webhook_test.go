@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
-	"github.com/mpiguard/mpiguard/policies/offline"
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/check"
+	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -93,7 +93,7 @@ func submitClient() client.Client {
 // created is deleted again when the spec ends: samples reuse names.
 func viaWebhook(ctx context.Context, source, docs string, cleanup bool) []outcome {
 	GinkgoHelper()
-	c := offline.NewCluster()
+	c := check.NewCluster()
 	Expect(c.Read(source, strings.NewReader(docs))).To(Succeed())
 	created := setUp(ctx, c)
 	if cleanup {
@@ -129,7 +129,7 @@ type created struct {
 // written through the status subresource (envtest runs no quota controller).
 // It returns once mpiguard's cache shows all of them, as the webhooks read
 // from it.
-func setUp(ctx context.Context, c *offline.Cluster) *created {
+func setUp(ctx context.Context, c *check.Cluster) *created {
 	GinkgoHelper()
 	out := &created{}
 	namespaces := map[string]bool{}

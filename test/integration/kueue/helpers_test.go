@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/mpiguard/mpiguard/policies/admissioncheck"
-	"github.com/mpiguard/mpiguard/policies/engine"
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/kueuecheck"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -54,7 +54,7 @@ func createKueueSetup(ctx context.Context) {
 	GinkgoHelper()
 	Expect(env.Client.Create(ctx, &kueue.AdmissionCheck{
 		ObjectMeta: metav1.ObjectMeta{Name: checkName},
-		Spec:       kueue.AdmissionCheckSpec{ControllerName: admissioncheck.ControllerName},
+		Spec:       kueue.AdmissionCheckSpec{ControllerName: kueuecheck.ControllerName},
 	})).To(Succeed())
 	for queue, region := range map[string]string{euQueue: "eu-west-1", usQueue: "us-east-1"} {
 		Expect(env.Client.Create(ctx, clusterQueue(queue, regionFlavor(ctx, queue, region)))).To(Succeed())
@@ -186,7 +186,7 @@ func submit(ctx context.Context, ns, name string) *trainer.TrainJob {
 	for _, p := range stored.Spec.RuntimePatches {
 		managers = append(managers, p.Manager)
 	}
-	Expect(managers).To(ContainElements(admissioncheck.KueueManager, engine.AdmissionManager), "both webhooks' runtime patches on create")
+	Expect(managers).To(ContainElements(kueuecheck.KueueManager, engine.AdmissionManager), "both webhooks' runtime patches on create")
 	return job
 }
 

@@ -14,8 +14,8 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/mpiguard/mpiguard/policies/admissioncheck"
-	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/kueuecheck"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	trainjobwebhook "github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
@@ -71,7 +71,7 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 		}).Should(Succeed())
 		By("and on the TrainJob (kubectl describe)")
 		Eventually(func(g Gomega) []string {
-			return warnings(ctx, g, job, admissioncheck.ReasonUnplaceable)
+			return warnings(ctx, g, job, kueuecheck.ReasonUnplaceable)
 		}).Should(ContainElement(reason))
 		Expect(running(ctx, job)).To(BeFalse())
 	})
@@ -102,7 +102,7 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 			return kueueEvents(ctx, g, wl, "AdmissionCheckRejected")
 		}).Should(ContainElement(reason), "Kueue's event: it saw the state Rejected and mpiguard's message")
 		Eventually(func(g Gomega) []string {
-			return warnings(ctx, g, job, admissioncheck.ReasonRejected)
+			return warnings(ctx, g, job, kueuecheck.ReasonRejected)
 		}).Should(ContainElement(reason), "the reason on the TrainJob (kubectl describe)")
 	})
 
@@ -112,7 +112,7 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 
 		By("Retry with mpiguard's quota message; the job stays suspended")
 		Eventually(func(g Gomega) []string {
-			return warnings(ctx, g, job, admissioncheck.ReasonRetry)
+			return warnings(ctx, g, job, kueuecheck.ReasonRetry)
 		}).Should(ContainElement(ContainSubstring("[aggregate-quota]")))
 		Eventually(func(g Gomega) {
 			wl := workloadOf(ctx, g, job)
@@ -155,7 +155,7 @@ var _ = Describe("mpiguard as Kueue's AdmissionCheck", func() {
 		By("a second job that fits only without the first one's quota must wait")
 		second := submit(ctx, ns, "after-grace")
 		Eventually(func(g Gomega) []string {
-			return warnings(ctx, g, second, admissioncheck.ReasonRetry)
+			return warnings(ctx, g, second, kueuecheck.ReasonRetry)
 		}).Should(ContainElement(ContainSubstring("[aggregate-quota]")))
 
 		By("the other check says Ready: Kueue admits the first job and resumes it")

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/mpiguard/mpiguard/policies/admissioncheck"
+	"github.com/mpiguard/mpiguard/internal/kueuecheck"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -25,7 +25,7 @@ var _ = Describe("mpiguard's AdmissionCheck with the real resourcequota controll
 
 		By("Retry with mpiguard's quota message, counting the pod's 8 GPUs; the job stays suspended")
 		Eventually(func(g Gomega) []string {
-			return warnings(ctx, g, job, admissioncheck.ReasonRetry)
+			return warnings(ctx, g, job, kueuecheck.ReasonRetry)
 		}).Should(ContainElement(And(ContainSubstring("[aggregate-quota]"), ContainSubstring("has 0 of 8 free"))))
 		Expect(running(ctx, job)).To(BeFalse())
 

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/mpiguard/mpiguard/policies/pipeline"
-	quotav1alpha1 "github.com/mpiguard/mpiguard/policies/quota/api/v1alpha1"
+	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 

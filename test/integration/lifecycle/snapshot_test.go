@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mpiguard/mpiguard/policies/audit"
+	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/mpiguard/mpiguard/policies/admissioncheck"
+	"github.com/mpiguard/mpiguard/internal/kueuecheck"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -46,7 +46,7 @@ func createWorkerSetup(ctx context.Context) {
 	c := worker.Client
 	Expect(c.Create(ctx, &kueue.AdmissionCheck{
 		ObjectMeta: metav1.ObjectMeta{Name: mpiguardCheck},
-		Spec:       kueue.AdmissionCheckSpec{ControllerName: admissioncheck.ControllerName},
+		Spec:       kueue.AdmissionCheckSpec{ControllerName: kueuecheck.ControllerName},
 	})).To(Succeed())
 	createFlavorAndQueue(ctx, c, mpiguardCheck)
 	worker.CreateClusterRuntime(ctx, fixtures.GPUWorkersRuntime(runtime, "4").Cluster())

@@ -17,7 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/mpiguard/mpiguard/policies/engine"
+	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 

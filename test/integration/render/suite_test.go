@@ -1,4 +1,4 @@
-// Package render is the fidelity suite of policies/render: the Kubeflow Trainer's
+// Package render is the fidelity suite of internal/render: the Kubeflow Trainer's
 // own controllers run in this process against a real kube-apiserver, turn a corpus
 // of TrainJob/runtime pairs into JobSets, and the suite checks that the JobView
 // mpiguard renders offline says exactly what the Trainer built and what the
@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/mpiguard/mpiguard/policies/render"
+	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 

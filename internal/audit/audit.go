@@ -1,0 +1,188 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/reservations"
+)
+
+// ReservationReader reads a namespace's QuotaReservation
+// (reservations.Store.Get; a namespace without one reads as empty).
+type ReservationReader interface {
+	Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error)
+}
+
+// Auditor runs what is stored in the cluster through the admission pipeline.
+// The controller gives it the manager's cache; the command line a plain
+// client in both Reader and Live.
+type Auditor struct {
+	// Pipeline is the admission pipeline, with the engine serving today's
+	// policies.
+	Pipeline *pipeline.Pipeline
+	// Cluster reads what a decision depends on (pipeline.ClientCluster):
+	// its Reader lists TrainJobs, pods and runtimes; its Live reads
+	// ResourceQuotas as a quota decision does (reservations.LiveQuotas).
+	Cluster pipeline.ClientCluster
+	// Reservations reads what admitted jobs hold (nil: nothing is reserved).
+	Reservations ReservationReader
+	// snapshots, when set, remembers the runtime snapshots read
+	// (snapshots.go): the controller's audits; the command line reads them
+	// all.
+	snapshots *snapshotReads
+}
+
+// cluster is what jobs are judged with, before quota state is added.
+func (a *Auditor) cluster() pipeline.Cluster {
+	if a.snapshots == nil {
+		return a.Cluster
+	}
+	return snapshotCluster{ClientCluster: a.Cluster, snapshots: a.snapshots}
+}
+
+// Namespace judges every TrainJob that has not finished and every
+// TrainingRuntime of namespace ns. Results are sorted by object and policy.
+// An error means the namespace could not be read; a job that could not be
+// judged is an Error result, not an error.
+func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
+	c := a.Cluster
+	var jobs trainer.TrainJobList
+	if err := c.Reader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
+	}
+	existing, err := reservations.ReadExisting(ctx, c.Reader, ns, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	policies := a.Pipeline.Engine().Policies()
+	var (
+		out     []Result
+		waiting pipeline.Cluster // read once, for the first job that waits
+	)
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		running := Running(job, existing)
+		req := Request(job, running)
+		if req == nil {
+			continue
+		}
+		judgeWith := a.cluster()
+		if !running {
+			if waiting == nil {
+				var err error
+				if waiting, err = a.quotaState(ctx, ns); err != nil {
+					return nil, err
+				}
+			}
+			judgeWith = waiting
+		}
+		start := time.Now()
+		v, err := a.Pipeline.Run(ctx, judgeWith, req, pipeline.Validate)
+		out = append(out, JobResults(job, policies, v, err)...)
+		if err := a.yield(ctx, time.Since(start)); err != nil {
+			return nil, err
+		}
+	}
+	var runtimes trainer.TrainingRuntimeList
+	if err := c.Reader.List(ctx, &runtimes, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing the TrainingRuntimes of %q: %w", ns, err)
+	}
+	for i := range runtimes.Items {
+		rt := &runtimes.Items[i]
+		out = append(out, RuntimeResults(RuntimeRef(rt), &rt.ObjectMeta, &rt.Spec)...)
+	}
+	sortResults(out)
+	return out, nil
+}
+
+// yield pauses after a judgement that took took while the webhooks are busy
+// (schedule.go); it ends early with ctx.
+func (a *Auditor) yield(ctx context.Context, took time.Duration) error {
+	pause := yieldFor(time.Now(), a.Pipeline.LastAdmission(), took)
+	if pause == 0 {
+		return nil
+	}
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ClusterRuntimes judges every ClusterTrainingRuntime.
+func (a *Auditor) ClusterRuntimes(ctx context.Context) ([]Result, error) {
+	var runtimes trainer.ClusterTrainingRuntimeList
+	if err := a.Cluster.Reader.List(ctx, &runtimes); err != nil {
+		return nil, fmt.Errorf("listing the ClusterTrainingRuntimes: %w", err)
+	}
+	var out []Result
+	for i := range runtimes.Items {
+		rt := &runtimes.Items[i]
+		out = append(out, RuntimeResults(ClusterRuntimeRef(rt), &rt.ObjectMeta, &rt.Spec)...)
+	}
+	sortResults(out)
+	return out, nil
+}
+
+// QuotaState is the Cluster a job of ns that would start pods now is judged
+// with (quotaState): `mpiguard check --from-cluster` judges new jobs with it.
+func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, error) {
+	return a.quotaState(ctx, ns)
+}
+
+// quotaState is the Cluster waiting jobs of ns are judged with: the
+// namespace's quotas and what admitted jobs hold, read as the validating
+// webhook reads them for a resume (reservations.ReadState), so the numbers
+// are the ones admission would give.
+func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, error) {
+	c := a.Cluster
+	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: ns}}
+	if a.Reservations != nil {
+		var err error
+		if res, err = a.Reservations.Get(ctx, ns, false); err != nil {
+			return nil, err
+		}
+	}
+	nsc, err := c.Namespace(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	live := c.Live
+	if live == nil {
+		live = c.Reader
+	}
+	state, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(a.cluster(), nsc), false)
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Holders, state.Uncounted), nil
+}
+
+// sortResults orders results by kind, namespace, name and policy: reports
+// list them in a stable order, so an audit that finds nothing new writes
+// nothing new.
+func sortResults(rs []Result) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		if a.Object.Kind != b.Object.Kind {
+			return a.Object.Kind < b.Object.Kind
+		}
+		if a.Object.Namespace != b.Object.Namespace {
+			return a.Object.Namespace < b.Object.Namespace
+		}
+		if a.Object.Name != b.Object.Name {
+			return a.Object.Name < b.Object.Name
+		}
+		return a.Policy < b.Policy
+	})
+}

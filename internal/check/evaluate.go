@@ -1,0 +1,227 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/quota"
+	"github.com/mpiguard/mpiguard/internal/render"
+)
+
+// Result is the admission outcome of one TrainJob.
+type Result struct {
+	// TrainJob is "namespace/name"; Source the document it came from.
+	TrainJob string `json:"trainJob"`
+	Source   string `json:"source"`
+	Allowed  bool   `json:"allowed"`
+	// Governed is false for TrainJobs the policies do not apply to (non-MPI).
+	Governed   bool               `json:"governed"`
+	Violations []engine.Violation `json:"violations"`
+	// Mutations are the changes the mutating webhook would make.
+	Mutations []engine.Change `json:"mutations,omitempty"`
+	// Error is set when the TrainJob could not be evaluated (admission would
+	// reject it with this error).
+	Error string `json:"error,omitempty"`
+}
+
+// Evaluator runs TrainJobs through the engine and renderer the webhooks use.
+type Evaluator struct {
+	Engine   *engine.Engine
+	Renderer *render.Renderer
+	// User is the requester recorded in decisions.
+	User string
+}
+
+// Evaluate decides every TrainJob of the cluster as a CREATE, in document
+// order, through the admission pipeline the webhooks use (stage Admit: the
+// mutation is applied and the mutated job judged, as the apiserver runs the
+// two webhooks). TrainJobs created earlier count against quotas as they would
+// in a cluster before their pods exist: each one admission lets through that
+// starts pods (not suspended), MPI or not (a TrainJob mpiguard does not
+// govern still creates pods the quota will charge).
+func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error) {
+	if err := applyDefaults(c); err != nil {
+		return nil, err
+	}
+	identify(c) // identity.go
+	p := pipeline.New(ev.Renderer, ev.Engine)
+	reader := NewReader(c).(*clusterReader)
+	results := make([]Result, 0, len(c.TrainJobs))
+	for _, s := range c.TrainJobs {
+		tj := s.TrainJob
+		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
+		v, err := p.Run(ctx, reader, req, pipeline.Admit)
+		if err == nil && v.Governed && pipeline.StartsPods(req) {
+			// The validating webhook reads what earlier jobs hold before
+			// deciding; one it cannot render fails the decision.
+			err = reader.unrenderable[tj.Namespace]
+		}
+		res := resultOf(s, v, err)
+		if res.Error == "" && res.Allowed && pipeline.StartsPods(req) {
+			reader.hold(ctx, p, tj, v)
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+// resultOf is what the pipeline made of job s: its verdict v, or err.
+func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
+	tj := s.TrainJob
+	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
+	switch {
+	case err != nil:
+		res.Error = err.Error()
+	case v.Governed:
+		res.Governed, res.Allowed = true, v.Allowed()
+		res.Mutations = v.Mutation.Changes
+		if len(v.Decision.Violations) > 0 {
+			res.Violations = v.Decision.Violations
+		}
+	default:
+		res.Allowed = true
+	}
+	return res
+}
+
+// NewReader is the cluster the documents describe, as the pipeline reads it,
+// nothing reserved.
+func NewReader(c *Cluster) pipeline.Cluster {
+	return &clusterReader{Cluster: c, reserved: map[string][]engine.Reservation{}, unrenderable: map[string]error{}}
+}
+
+// clusterReader is the cluster the documents describe, as the pipeline
+// reads it, with the jobs admitted so far reserved.
+type clusterReader struct {
+	*Cluster
+	reserved map[string][]engine.Reservation
+	// unrenderable is, per namespace, why a job created earlier that holds
+	// quota could not be rendered.
+	unrenderable map[string]error
+}
+
+// hold counts an admitted job that starts pods against its namespace's
+// quotas: the job as judged (v) when mpiguard governs it, else as stored.
+func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trainer.TrainJob, v *pipeline.Verdict) {
+	view := v.View
+	if !v.Governed {
+		ns, _ := r.Namespace(ctx, tj.Namespace)
+		var err error
+		if view, err = p.RenderStored(ctx, r, tj, ns); err != nil {
+			if r.unrenderable[tj.Namespace] == nil {
+				r.unrenderable[tj.Namespace] = fmt.Errorf("rendering TrainJob %s, which holds quota in %q: %w", tj.Name, tj.Namespace, err)
+			}
+			return
+		}
+	}
+	key := tj.Namespace + "/" + tj.Name
+	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], engine.Reservation{TrainJob: key, UID: tj.UID, Parts: quota.PartsOf(view)})
+}
+
+var _ pipeline.Cluster = (*clusterReader)(nil)
+
+// JobSet: documents hold no JobSets; every job is rendered from its runtime.
+func (r *clusterReader) JobSet(context.Context, *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {
+	return nil, nil
+}
+
+// Snapshot: documents hold no runtime snapshots; every job is rendered from
+// its runtime, as at its create.
+func (r *clusterReader) Snapshot(context.Context, *trainer.TrainJob) (client.Object, error) {
+	return nil, nil
+}
+
+func (r *clusterReader) Runtime(_ context.Context, tj *trainer.TrainJob) (client.Object, error) {
+	return r.runtimeOf(tj)
+}
+
+func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Namespace, error) {
+	return &pipeline.Namespace{
+		Namespace:      r.namespace(name),
+		Quotas:         r.quotasIn(name),
+		LimitRanges:    r.limitRangesIn(name),
+		RuntimeClasses: r.RuntimeClasses,
+		Reserved:       r.reserved[name],
+	}, nil
+}
+
+func applyDefaults(c *Cluster) error {
+	objs := c.runtimeObjects() // identity.go
+	for _, s := range c.TrainJobs {
+		objs = append(objs, s.TrainJob)
+	}
+	for i := range c.LimitRanges {
+		objs = append(objs, &c.LimitRanges[i])
+	}
+	if err := render.ApplyDefaults(objs...); err != nil {
+		return &InputError{Source: "defaulting", Err: err}
+	}
+	return nil
+}
+
+// runtimeOf finds the runtime a TrainJob references.
+func (c *Cluster) runtimeOf(tj *trainer.TrainJob) (client.Object, error) {
+	ref := tj.Spec.RuntimeRef
+	kind := ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)
+	var obj client.Object
+	switch kind {
+	case trainer.ClusterTrainingRuntimeKind:
+		if r, ok := c.ClusterRuntimes[ref.Name]; ok {
+			obj = r
+		} else if r, ok := c.Curated[ref.Name]; ok {
+			obj = r
+			if !slices.Contains(c.CuratedUsed, ref.Name) {
+				c.CuratedUsed = append(c.CuratedUsed, ref.Name)
+			}
+		}
+	case trainer.TrainingRuntimeKind:
+		if r, ok := c.Runtimes[tj.Namespace+"/"+ref.Name]; ok {
+			obj = r
+		}
+	default:
+		return nil, fmt.Errorf("spec.runtimeRef.kind %q is not ClusterTrainingRuntime or TrainingRuntime", kind)
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("%s %q (spec.runtimeRef) is not among the documents read; add it with -f", kind, ref.Name)
+	}
+	// The kind policies read (input.runtime.kind), as the webhooks set it.
+	obj.GetObjectKind().SetGroupVersionKind(trainer.GroupVersion.WithKind(kind))
+	return obj, nil
+}
+
+func (c *Cluster) namespace(name string) *corev1.Namespace {
+	if ns, ok := c.Namespaces[name]; ok {
+		return ns
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func (c *Cluster) quotasIn(ns string) []corev1.ResourceQuota {
+	var out []corev1.ResourceQuota
+	for _, q := range c.Quotas {
+		if q.Namespace == ns {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func (c *Cluster) limitRangesIn(ns string) []corev1.LimitRange {
+	var out []corev1.LimitRange
+	for _, l := range c.LimitRanges {
+		if l.Namespace == ns {
+			out = append(out, l)
+		}
+	}
+	return out
+}

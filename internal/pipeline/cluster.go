@@ -1,0 +1,100 @@
+package pipeline
+
+import (
+	"context"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/gang"
+	"github.com/mpiguard/mpiguard/internal/input"
+)
+
+// Cluster is what a decision reads of the cluster. The webhooks read the
+// manager's cache (and, for quota decisions, the apiserver); `mpiguard check`
+// reads the documents it was given.
+type Cluster interface {
+	// Runtime returns the ClusterTrainingRuntime or TrainingRuntime job
+	// refers to, its kind set, or an error that says which is missing and
+	// how to fix it.
+	Runtime(ctx context.Context, job *trainer.TrainJob) (client.Object, error)
+	// Snapshot returns the runtime snapshot the Trainer builds a stored
+	// job's later JobSets from (snapshot.go), nil when the job has none, or
+	// a *SnapshotError when the Trainer would refuse it.
+	Snapshot(ctx context.Context, job *trainer.TrainJob) (client.Object, error)
+	// JobSet returns the JobSet the Trainer built for a stored job (the
+	// same name, controlled by the job), nil when it has none.
+	JobSet(ctx context.Context, job *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error)
+	// Namespace returns what namespace name contributes to a decision.
+	Namespace(ctx context.Context, name string) (*Namespace, error)
+	// ObjectExists says whether the object of kind gvk named key exists: one
+	// a job creates (objects.go), which the Trainer does not create again.
+	ObjectExists(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, error)
+	// VolcanoQueues returns the cluster's Volcano queues (gang.go), read
+	// only for a job that gangs with Volcano.
+	VolcanoQueues(ctx context.Context) (*gang.Queues, error)
+}
+
+// Namespace is what a namespace contributes to a decision.
+type Namespace struct {
+	// Namespace's labels and annotations select exemptions and parameters.
+	Namespace *corev1.Namespace
+	// Quotas are the namespace's ResourceQuotas; their status.used counts.
+	Quotas []corev1.ResourceQuota
+	// Uncounted is what of the quotas' status.used their controller had not
+	// counted (input.Uncounted; nil: none).
+	Uncounted input.Uncounted
+	// LimitRanges default and bound the containers the job's pods get.
+	LimitRanges []corev1.LimitRange
+	// RuntimeClasses add their pod overhead to what pods are charged.
+	RuntimeClasses []nodev1.RuntimeClass
+	// Reserved are the admitted jobs quotas do not count yet (their pods do
+	// not exist yet): each is counted on top of status.used. The job being
+	// decided may be among them; it is left out of its own decision.
+	Reserved []engine.Reservation
+}
+
+// WithQuotaState returns a Cluster that reads like c, except that every
+// namespace has quotas, reserved and uncounted as its ResourceQuotas,
+// reservations and what their status.used includes uncounted: what one
+// round of quota decisions read (internal/reservations/transaction.go).
+func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation, uncounted input.Uncounted) Cluster {
+	return quotaState{Cluster: c, quotas: quotas, reserved: reserved, uncounted: uncounted}
+}
+
+type quotaState struct {
+	Cluster
+	quotas    []corev1.ResourceQuota
+	reserved  []engine.Reservation
+	uncounted input.Uncounted
+}
+
+func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, error) {
+	ns, err := q.Cluster.Namespace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := *ns
+	out.Quotas, out.Reserved, out.Uncounted = q.quotas, q.reserved, q.uncounted
+	return &out, nil
+}
+
+// WithoutJob leaves out the reservation of job (its name and UID): a job
+// being decided replaces its own. A create under the name of a live job has
+// another UID (the apiserver will refuse it as AlreadyExists): it is decided
+// against everything the live job holds, never in its place.
+func WithoutJob(reserved []engine.Reservation, job *trainer.TrainJob) []engine.Reservation {
+	key := job.Namespace + "/" + job.Name
+	out := make([]engine.Reservation, 0, len(reserved))
+	for _, r := range reserved {
+		if r.TrainJob != key || (r.UID != "" && r.UID != job.UID) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
