@@ -17,6 +17,7 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -244,7 +245,10 @@ func (c *converter) convert() error {
 		},
 		Spec: trainer.TrainingRuntimeSpec{
 			MLPolicy: &trainer.MLPolicy{
-				NumNodes: ptr.To(numNodes),
+				// The Trainer sizes the ancestor-labelled job (the launcher)
+				// from this value: 1 Launcher. The TrainJob's numNodes sizes
+				// the Workers (the MPI plugin's EnforceMLPolicy).
+				NumNodes: ptr.To[int32](1),
 				MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{
 					NumProcPerNode:    ptr.To(slots),
 					MPIImplementation: ptr.To(trainer.MPIImplementationOpenMPI),
@@ -264,6 +268,7 @@ func (c *converter) convert() error {
 	default:
 		return fmt.Errorf("spec.mpiImplementation: %q; the MPI Operator knows OpenMPI, Intel and MPICH", impl)
 	}
+	c.note(Differs, "OMPI_MCA_*", "the Trainer sets %s on the Launcher's node container itself (as the MPI Operator did), and rejects a TrainJob whose spec.trainer.env sets one", strings.Join(sets.List(reservedEnv), ", "))
 	if launcherAsWorker {
 		c.note(Mapped, "spec.runLauncherAsWorker", "true → the runtime's mlPolicy.mpi.runLauncherAsNode: the Launcher has a hostfile line and runs ranks")
 	} else {
@@ -442,15 +447,19 @@ func (c *converter) scheduling(rt *trainer.TrainingRuntime, pods int32) error {
 		c.note(NoEquivalent, field+".scheduleTimeoutSeconds", "%d: only scheduler-plugins' coscheduling has a schedule timeout (--gang-scheduler=scheduler-plugins)", *sp.ScheduleTimeoutSeconds)
 	}
 	if sp.PriorityClass != "" {
-		var set []string
-		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
-			ps := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
-			if ps.PriorityClassName == "" {
-				ps.PriorityClassName = sp.PriorityClass
-				set = append(set, rt.Spec.Template.Spec.ReplicatedJobs[i].Name)
+		if gang == GangNone {
+			c.note(NoEquivalent, field+".priorityClass", "%q: the MPI Operator gives it to the gang's PodGroup only, and without a gang scheduler ignores it; set priorityClassName in the pod templates for a priority", sp.PriorityClass)
+		} else {
+			var set []string
+			for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+				ps := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+				if ps.PriorityClassName == "" {
+					ps.PriorityClassName = sp.PriorityClass
+					set = append(set, rt.Spec.Template.Spec.ReplicatedJobs[i].Name)
+				}
 			}
+			c.note(Differs, field+".priorityClass", "%q → priorityClassName of the %s pods: the MPI Operator gave it to the PodGroup; the Trainer's PodGroup has none, so the pods carry it", sp.PriorityClass, strings.Join(set, " and "))
 		}
-		c.note(Differs, field+".priorityClass", "%q → priorityClassName of the %s pods (the MPI Operator gave it to the PodGroup; the Trainer's PodGroup has none, the pods carry it)", sp.PriorityClass, strings.Join(set, " and "))
 	}
 	return nil
 }
