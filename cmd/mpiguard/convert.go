@@ -11,6 +11,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/convert"
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
 func init() { registerSubcommand(newConvertCommand) }
@@ -94,13 +95,17 @@ func runConvert(ctx context.Context, o convertOptions, stdin io.Reader, stdout, 
 	if o.runtimeName != "" && len(docs) > 1 {
 		return &exitError{2, fmt.Errorf("--runtime-name names one runtime; the input has %d MPIJobs", len(docs))}
 	}
+	curated, err := catalog.Load()
+	if err != nil {
+		return &exitError{2, err}
+	}
 	var converted bytes.Buffer
 	for _, d := range docs {
-		res, err := convert.Convert(d.Job, d.Unknown, convert.Options{Gang: gang, RuntimeName: o.runtimeName})
+		res, err := convert.Convert(d.Job, d.Unknown, convert.Options{Gang: gang, RuntimeName: o.runtimeName, Curated: curated})
 		if err != nil {
 			return &exitError{2, fmt.Errorf("%s: MPIJob %s: %w", d.Source, d.Job.Metadata.Name, err)}
 		}
-		fmt.Fprintf(stderr, "MPIJob %s (%s) → TrainingRuntime %s, TrainJob %s\n", d.Job.Metadata.Name, d.Source, res.Runtime.Name, res.TrainJob.Name)
+		fmt.Fprintf(stderr, "MPIJob %s (%s) → %s %s, TrainJob %s\n", d.Job.Metadata.Name, d.Source, *res.TrainJob.Spec.RuntimeRef.Kind, res.TrainJob.Spec.RuntimeRef.Name, res.TrainJob.Name)
 		for _, n := range res.Notes {
 			fmt.Fprintf(stderr, "  %s\n", n)
 		}

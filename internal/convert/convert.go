@@ -40,6 +40,9 @@ type Options struct {
 	// RuntimeName names the TrainingRuntime written (default: the MPIJob's
 	// name with the suffix "-mpijob").
 	RuntimeName string
+	// Curated are the published curated runtimes (runtimes/catalog): when
+	// one fits (curated.go), the TrainJob names it and no runtime is written.
+	Curated []*trainer.ClusterTrainingRuntime
 }
 
 // Outcome classifies a Note.
@@ -71,7 +74,8 @@ func (n Note) String() string { return fmt.Sprintf("%-13s %s: %s", n.Outcome, n.
 type Result struct {
 	TrainJob *trainer.TrainJob
 	// Runtime carries the MPIJob's pod templates: a TrainingRuntime in the
-	// TrainJob's namespace, which the TrainJob references.
+	// TrainJob's namespace, which the TrainJob references. Nil when a
+	// curated runtime fits: the TrainJob names it.
 	Runtime *trainer.TrainingRuntime
 	Notes   []Note
 }
@@ -276,6 +280,14 @@ func (c *converter) convert() error {
 	}
 	c.note(Differs, "hostfile", "the Trainer writes it into ConfigMap <trainjob>%s, mounted at %s/hostfile in the Launcher's node container; hosts are the JobSet's pod names (<trainjob>-node-0-0.<trainjob>, ...), not <mpijob>-worker-0.<mpijob>", constants.MPIHostfileConfigMapSuffix, constants.MPIHostfileDir)
 
+	fit, why := curatedFit(job, c.opts.Gang, c.opts.Curated)
+	if fit != nil {
+		c.onCurated(tj, fit, workers)
+		c.trainJob = tj
+		return nil
+	}
+	c.note(Mapped, "runtime", "a TrainingRuntime %s of its own carries the pod templates: no curated runtime fits (%s)", runtimeName, why)
+
 	workerJob, err := c.replicatedJob(worker, Worker, constants.Node, launcherAsWorker)
 	if err != nil {
 		return err
@@ -462,4 +474,31 @@ func (c *converter) scheduling(rt *trainer.TrainingRuntime, pods int32) error {
 		}
 	}
 	return nil
+}
+
+// onCurated points the TrainJob at the curated runtime rt that fits the
+// MPIJob (curatedFit) and carries in the TrainJob what the runtime leaves
+// to it: the Launcher's image, command and args, the resources and env of
+// every node.
+func (c *converter) onCurated(tj *trainer.TrainJob, rt *trainer.ClusterTrainingRuntime, workers int32) {
+	launcher := c.job.Spec.MPIReplicaSpecs[Launcher].Template.Spec.Containers[0]
+	tj.Spec.RuntimeRef.Kind = ptr.To(trainer.ClusterTrainingRuntimeKind)
+	tj.Spec.RuntimeRef.Name = rt.Name
+	if len(launcher.Resources.Limits)+len(launcher.Resources.Requests) > 0 {
+		tj.Spec.Trainer.ResourcesPerNode = launcher.Resources.DeepCopy()
+	}
+	tj.Spec.Trainer.Env = launcher.Env
+	// The curated launcher has args of its own, which a TrainJob without
+	// args keeps: the Launcher's whole command line goes into the TrainJob,
+	// its first word as the command, the rest as args (curatedFit checked
+	// there is a rest).
+	argv := append(slices.Clone(launcher.Command), launcher.Args...)
+	tj.Spec.Trainer.Command, tj.Spec.Trainer.Args = argv[:1], argv[1:]
+	c.note(Mapped, "runtime", "the curated ClusterTrainingRuntime %s fits: the Launcher is a node, the Workers run its image %s and sshd, the pod templates hold nothing else; no TrainingRuntime is written", rt.Name, nodeContainer(rt, constants.Node).Image)
+	c.note(Mapped, "spec.mpiReplicaSpecs.*.template.spec.containers[0].resources", "→ TrainJob spec.trainer.resourcesPerNode: the Launcher and each of the %d Workers", workers)
+	c.note(Mapped, "spec.launcherCreationPolicy", "WaitForWorkersReady: the curated runtime's launcher job dependsOn its Workers being Ready")
+	if len(launcher.Command) > 0 {
+		c.note(Differs, "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].command", "→ TrainJob spec.trainer.command, which replaces the curated launcher's script (it waits for every host to resolve and runs mpirun --hostfile over all slots): to keep the script, give the program alone in spec.trainer.args")
+	}
+	c.note(Differs, "pods", "the curated runtime's pod templates add a restricted security context, an sshd readiness probe and the Istio opt-out labels (runtimes.md)")
 }

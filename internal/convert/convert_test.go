@@ -12,8 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/mpiguard/mpiguard/internal/convert"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/runtimes/catalog"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -27,6 +31,17 @@ var Cases = map[string]string{
 	"edge/cpu-only.yaml":                  convert.GangNone,
 	"edge/multi-gpu.yaml":                 convert.GangNone,
 	"edge/suspended-queue.yaml":           convert.GangVolcano,
+	"edge/curated-fit.yaml":               convert.GangNone,
+}
+
+// curated is the published curated set, as mpiguard convert reads it.
+func curated(t *testing.T) []*trainer.ClusterTrainingRuntime {
+	t.Helper()
+	rts, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rts
 }
 
 func readCase(t *testing.T, name string) convert.Document {
@@ -62,11 +77,20 @@ func TestConvertedJobsRenderAsTheMPIOperatorRunsThem(t *testing.T) {
 	for name, gang := range Cases {
 		t.Run(name, func(t *testing.T) {
 			doc := readCase(t, name)
-			res, err := convert.Convert(doc.Job, nil, convert.Options{Gang: gang})
+			res, err := convert.Convert(doc.Job, nil, convert.Options{Gang: gang, Curated: curated(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			view, err := r.Render(ctx, render.Input{TrainJob: res.TrainJob, Runtime: res.Runtime})
+			var rt client.Object = res.Runtime
+			if res.Runtime == nil {
+				// A curated runtime fits: the TrainJob names it.
+				i := slices.IndexFunc(curated(t), func(c *trainer.ClusterTrainingRuntime) bool { return c.Name == res.TrainJob.Spec.RuntimeRef.Name })
+				if i < 0 {
+					t.Fatalf("the TrainJob names %q, no curated runtime", res.TrainJob.Spec.RuntimeRef.Name)
+				}
+				rt = curated(t)[i]
+			}
+			view, err := r.Render(ctx, render.Input{TrainJob: res.TrainJob, Runtime: rt})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,6 +103,11 @@ func TestConvertedJobsRenderAsTheMPIOperatorRunsThem(t *testing.T) {
 				HostfileLines: int32(len(view.Hostfile)), Slots: view.SlotsPerWorker,
 				Launcher: fixtures.MPIOperatorPodOf(view.Launcher.PodTemplate.Spec),
 				Worker:   fixtures.MPIOperatorPodOf(view.Workers.PodTemplate.Spec),
+			}
+			if res.Runtime == nil {
+				// The curated runtimes leave the pods' restart policy to JobSet.
+				want.Launcher.RestartPolicy, want.Worker.RestartPolicy = "", ""
+				got.Launcher.RestartPolicy, got.Worker.RestartPolicy = "", ""
 			}
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("the Trainer would build (+) what the MPI Operator does not (-):\n%s", diff)
@@ -147,9 +176,9 @@ func TestUnknownFieldsAreReported(t *testing.T) {
 // Every field of the MPIJob that convert reads gets a note: mapped, differs
 // or no equivalent.
 func TestEveryFieldReadIsAccountedFor(t *testing.T) {
-	for name, gang := range map[string]string{"edge/cpu-only.yaml": convert.GangNone, "edge/suspended-queue.yaml": convert.GangVolcano, "upstream/pi.yaml": convert.GangNone} {
+	for name, gang := range Cases {
 		doc := readCase(t, name)
-		res, err := convert.Convert(doc.Job, nil, convert.Options{Gang: gang})
+		res, err := convert.Convert(doc.Job, nil, convert.Options{Gang: gang, Curated: curated(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +187,7 @@ func TestEveryFieldReadIsAccountedFor(t *testing.T) {
 			noted[n.Field] = true
 		}
 		js := doc.Job
-		want := []string{"spec.slotsPerWorker", "spec.mpiImplementation", "spec.sshAuthMountPath", "spec.runLauncherAsWorker", "spec.launcherCreationPolicy", "spec.mpiReplicaSpecs.Worker.replicas", "spec.mpiReplicaSpecs.Launcher.replicas", "hostfile", "OMPI_MCA_*"}
+		want := []string{"runtime", "spec.slotsPerWorker", "spec.mpiImplementation", "spec.sshAuthMountPath", "spec.runLauncherAsWorker", "spec.launcherCreationPolicy", "spec.mpiReplicaSpecs.Worker.replicas", "spec.mpiReplicaSpecs.Launcher.replicas", "hostfile", "OMPI_MCA_*"}
 		rp := js.Spec.RunPolicy
 		for field, set := range map[string]bool{
 			"spec.runPolicy.backoffLimit":                   rp.BackoffLimit != nil,
@@ -199,5 +228,29 @@ func TestMPIJobsTheTrainerCannotRunAreRefused(t *testing.T) {
 	}
 	if _, err := convert.Read("job.yaml", strings.NewReader("apiVersion: kubeflow.org/v1\nkind: MPIJob\nmetadata: {name: old}\n")); err == nil || !strings.Contains(err.Error(), "kubeflow.org/v2beta1") {
 		t.Errorf("a v1 MPIJob: got %v, want an error naming the version convert reads", err)
+	}
+}
+
+// Only an MPIJob a curated runtime really fits is pointed at it: the
+// upstream examples (their Launcher runs no ranks) get a runtime of their own.
+func TestCuratedRuntimeOnlyWhenItFits(t *testing.T) {
+	for name := range Cases {
+		doc := readCase(t, name)
+		res, err := convert.Convert(doc.Job, nil, convert.Options{Curated: curated(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := res.Runtime == nil, name == "edge/curated-fit.yaml"; got != want {
+			t.Errorf("%s: names a curated runtime: %t, want %t (%s)", name, got, want, res.TrainJob.Spec.RuntimeRef.Name)
+		}
+	}
+	doc := readCase(t, "edge/curated-fit.yaml")
+	doc.Job.Spec.MPIReplicaSpecs[convert.Worker].Template.Spec.NodeSelector = map[string]string{"pool": "a"}
+	res, err := convert.Convert(doc.Job, nil, convert.Options{Curated: curated(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runtime == nil {
+		t.Errorf("a Worker with a nodeSelector still names curated runtime %s; its pods would lose the node selection", res.TrainJob.Spec.RuntimeRef.Name)
 	}
 }

@@ -14,7 +14,11 @@ import (
 // without the fields the apiserver fills in (creationTimestamp, status).
 func WriteYAML(w io.Writer, source string, r *Result) error {
 	var buf bytes.Buffer
-	for _, obj := range []any{r.Runtime, r.TrainJob} {
+	objs := []any{r.TrainJob}
+	if r.Runtime != nil {
+		objs = []any{r.Runtime, r.TrainJob}
+	}
+	for _, obj := range objs {
 		js, err := json.Marshal(obj)
 		if err != nil {
 			return err

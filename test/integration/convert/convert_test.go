@@ -41,6 +41,7 @@ var cases = []struct{ file, gang string }{
 	{"edge/cpu-only.yaml", convert.GangNone},
 	{"edge/multi-gpu.yaml", convert.GangNone},
 	{"edge/suspended-queue.yaml", convert.GangVolcano},
+	{"edge/curated-fit.yaml", convert.GangNone},
 }
 
 // convertCase reads and converts one case into namespace ns.
@@ -52,7 +53,9 @@ func convertCase(file, gang, ns string) (convert.Document, *convert.Result) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(docs).To(HaveLen(1))
 	docs[0].Job.Metadata.Namespace = ns
-	res, err := convert.Convert(docs[0].Job, docs[0].Unknown, convert.Options{Gang: gang})
+	curated, err := catalog.Load()
+	Expect(err).NotTo(HaveOccurred())
+	res, err := convert.Convert(docs[0].Job, docs[0].Unknown, convert.Options{Gang: gang, Curated: curated})
 	Expect(err).NotTo(HaveOccurred())
 	return docs[0], res
 }
@@ -112,8 +115,15 @@ var _ = Describe("mpiguard convert", func() {
 			prerequisites(ctx, doc.Job)
 
 			By("server-side dry run of the TrainingRuntime, then the TrainJob, in a governed namespace")
-			Expect(env.Client.Create(ctx, res.Runtime.DeepCopy(), client.DryRunAll)).To(Succeed())
-			Expect(env.Client.Create(ctx, res.Runtime.DeepCopy())).To(Succeed())
+			if res.Runtime != nil {
+				Expect(env.Client.Create(ctx, res.Runtime.DeepCopy(), client.DryRunAll)).To(Succeed())
+				Expect(env.Client.Create(ctx, res.Runtime.DeepCopy())).To(Succeed())
+			} else {
+				// A curated runtime fits: mpiguard publishes it.
+				Eventually(func() error {
+					return env.Client.Get(ctx, client.ObjectKey{Name: res.TrainJob.Spec.RuntimeRef.Name}, &trainer.ClusterTrainingRuntime{})
+				}).Should(Succeed())
+			}
 			verdict := offlineVerdict(ctx, tc.file, res)
 			Expect(verdict.Error).To(BeEmpty())
 			err := env.Client.Create(ctx, res.TrainJob.DeepCopy(), client.DryRunAll)
@@ -129,7 +139,9 @@ var _ = Describe("mpiguard convert", func() {
 			By("the Trainer's JobSet, in a namespace mpiguard does not govern (a denied job is built too)")
 			free := env.Namespace(ctx, map[string]string{"mpiguard.io/exempt": "true"})
 			_, res = convertCase(tc.file, tc.gang, free)
-			Expect(env.Client.Create(ctx, res.Runtime)).To(Succeed())
+			if res.Runtime != nil {
+				Expect(env.Client.Create(ctx, res.Runtime)).To(Succeed())
+			}
 			Expect(env.Client.Create(ctx, res.TrainJob)).To(Succeed())
 			var js jobsetv1alpha2.JobSet
 			Eventually(func() error {
@@ -154,6 +166,11 @@ var _ = Describe("mpiguard convert", func() {
 			got.HostfileLines = int32(len(lines))
 			for _, l := range lines {
 				Expect(l).To(HaveSuffix(fmt.Sprintf(" slots=%d", want.Slots)))
+			}
+			if res.Runtime == nil {
+				// The curated runtimes leave the pods' restart policy to JobSet.
+				want.Launcher.RestartPolicy, want.Worker.RestartPolicy = "", ""
+				got.Launcher.RestartPolicy, got.Worker.RestartPolicy = "", ""
 			}
 			Expect(cmp.Diff(want, got, cmpopts.EquateEmpty())).To(BeEmpty(), "the Trainer built (+) what the MPI Operator v0.6.0 does not (-)")
 			Expect(ptr.Deref(js.Spec.Suspend, false)).To(Equal(ptr.Deref(doc.Job.Spec.RunPolicy.Suspend, false)), "suspend")
