@@ -124,17 +124,11 @@ func runConvert(ctx context.Context, o convertOptions, stdin io.Reader, stdout, 
 			return &exitError{2, err}
 		}
 	}
-	if err := cluster.Read("converted", bytes.NewReader(converted.Bytes())); err != nil {
-		return &exitError{2, fmt.Errorf("the converted documents: %w", err)}
-	}
-	if err := withCurated([]*check.Cluster{cluster}); err != nil {
-		return &exitError{2, err}
-	}
 	ev, err := evaluatorFromFlags(ctx, o.policies, o.parameters, "mpiguard-convert")
 	if err != nil {
 		return &exitError{2, err}
 	}
-	results, err := ev.Evaluate(ctx, cluster)
+	results, err := convert.Judge(ctx, ev, cluster, converted.Bytes(), curated)
 	if err != nil {
 		return &exitError{2, err}
 	}

@@ -66,21 +66,16 @@ func offlineVerdict(ctx context.Context, source string, res *convert.Result) che
 	GinkgoHelper()
 	var buf bytes.Buffer
 	Expect(convert.WriteYAML(&buf, source, res)).To(Succeed())
-	cluster := check.NewCluster()
-	Expect(cluster.Read("converted", &buf)).To(Succeed())
 	curated, err := catalog.Load()
 	Expect(err).NotTo(HaveOccurred())
-	cluster.Curated = map[string]*trainer.ClusterTrainingRuntime{}
-	for _, rt := range curated {
-		cluster.Curated[rt.Name] = rt
-	}
 	set, err := engine.DefaultPolicySet()
 	Expect(err).NotTo(HaveOccurred())
 	eng, err := engine.New(ctx, set, engine.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	rnd, err := render.NewRenderer(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	results, err := (&check.Evaluator{Engine: eng, Renderer: rnd, User: "convert-suite"}).Evaluate(ctx, cluster)
+	ev := &check.Evaluator{Engine: eng, Renderer: rnd, User: "convert-suite"}
+	results, err := convert.Judge(ctx, ev, check.NewCluster(), buf.Bytes(), curated)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(results).To(HaveLen(1))
 	return results[0]
