@@ -76,17 +76,7 @@ func runConvert(ctx context.Context, o convertOptions, stdin io.Reader, stdout, 
 	}
 	var docs []convert.Document
 	for _, f := range o.files {
-		var r io.Reader = stdin
-		name := "<stdin>"
-		if f != "-" {
-			file, err := os.Open(f)
-			if err != nil {
-				return &exitError{2, err}
-			}
-			defer file.Close() //nolint:errcheck // read-only
-			r, name = file, f
-		}
-		read, err := convert.Read(name, r)
+		read, err := readMPIJobs(f, stdin)
 		if err != nil {
 			return &exitError{2, err}
 		}
@@ -140,4 +130,17 @@ func runConvert(ctx context.Context, o convertOptions, stdin io.Reader, stdout, 
 		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some converted TrainJobs would be denied", 2: "some converted TrainJobs could not be evaluated"}[code])}
 	}
 	return nil
+}
+
+// readMPIJobs reads the MPIJobs of file f, or of stdin for "-".
+func readMPIJobs(f string, stdin io.Reader) ([]convert.Document, error) {
+	if f == "-" {
+		return convert.Read("<stdin>", stdin)
+	}
+	file, err := os.Open(f)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close() //nolint:errcheck // read-only
+	return convert.Read(f, file)
 }
