@@ -40,11 +40,11 @@ func Read(source string, r io.Reader) ([]Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading document %d: %w", source, n, err)
 		}
-		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
-			continue
-		}
 		where := fmt.Sprintf("%s#%d", source, n)
 		doc, err := decode(where, raw)
+		if errors.Is(err, errEmpty) {
+			continue // comments alone (a licence header)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -56,10 +56,16 @@ func Read(source string, r io.Reader) ([]Document, error) {
 	return out, nil
 }
 
+// errEmpty is decode's answer for a document of nothing but comments.
+var errEmpty = errors.New("empty document")
+
 func decode(where string, raw []byte) (Document, error) {
 	js, err := sigsyaml.YAMLToJSON(raw)
 	if err != nil {
 		return Document{}, fmt.Errorf("%s: not YAML or JSON: %w", where, err)
+	}
+	if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return Document{}, errEmpty
 	}
 	var head struct {
 		APIVersion string `json:"apiVersion"`
@@ -87,17 +93,4 @@ func decode(where string, raw []byte) (Document, error) {
 		return Document{}, fmt.Errorf("%s: %s", where, msg)
 	}
 	return doc, nil
-}
-
-// stripComments drops whole-line YAML comments, so a document of comments
-// alone (a licence header) is empty.
-func stripComments(doc []byte) []byte {
-	var out bytes.Buffer
-	for line := range bytes.Lines(doc) {
-		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			continue
-		}
-		out.Write(line)
-	}
-	return out.Bytes()
 }
