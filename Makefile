@@ -121,6 +121,7 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder ma
 	@# crds/ verbatim); config/helm/chart_test.go fails when they are stale.
 	@rm -f $(HELM_CHART)/crds/*.yaml && install -m 0644 config/crd/bases/*.yaml config/crd/openreports/*.yaml $(HELM_CHART)/crds/
 	@install -m 0644 config/rbac/role.yaml $(HELM_CHART)/files/role.yaml
+	@install -m 0644 config/rbac/personas.yaml $(HELM_CHART)/files/personas.yaml
 	@install -m 0644 config/prometheus/rule.yaml $(HELM_CHART)/files/prometheusrule.yaml
 	@install -m 0644 config/grafana/mpiguard.json $(HELM_CHART)/files/grafana-dashboard.json
 

@@ -208,3 +208,66 @@ func TestChartHasNoStaleCopies(t *testing.T) {
 		t.Errorf("the chart must stay under config/ (make verify compares config/)")
 	}
 }
+
+// personaRoles are the ClusterRoles of docs/operations.md "Roles for teams",
+// by name after the prefix, with the aggregation label each carries ("" for
+// none: the admins' roles must not reach the built-in admin, edit or view).
+var personaRoles = map[string]string{
+	"job-author":         "rbac.authorization.k8s.io/aggregate-to-edit",
+	"namespace-operator": "rbac.authorization.k8s.io/aggregate-to-admin",
+	"viewer":             "rbac.authorization.k8s.io/aggregate-to-view",
+	"runtime-reader":     "",
+	"runtime-admin":      "",
+	"policy-admin":       "",
+}
+
+// Both installs ship the personas' ClusterRoles, with the same rules and
+// aggregation labels (TestChartDefaultsAreConfigDefault compares them whole;
+// this names what is missing).
+func TestBothInstallsShipThePersonaRoles(t *testing.T) {
+	installs := map[string][]*unstructured.Unstructured{
+		"config/default": kustomize(t, "config/default"),
+		"chart":          renderChart(t, nil),
+	}
+	rules := map[string]map[string]any{}
+	for install, objs := range installs {
+		rules[install] = map[string]any{}
+		for _, o := range objs {
+			if o.GetKind() == "ClusterRole" {
+				rules[install][o.GetName()] = o.Object["rules"]
+			}
+		}
+		for role, aggregation := range personaRoles {
+			name := release + "-" + role
+			var found *unstructured.Unstructured
+			for _, o := range objs {
+				if o.GetKind() == "ClusterRole" && o.GetName() == name {
+					found = o
+				}
+			}
+			if found == nil {
+				t.Errorf("%s ships no ClusterRole %s", install, name)
+				continue
+			}
+			var aggregations []string
+			for label := range found.GetLabels() {
+				if strings.HasPrefix(label, "rbac.authorization.k8s.io/aggregate-to-") {
+					aggregations = append(aggregations, label)
+				}
+			}
+			var want []string
+			if aggregation != "" {
+				want = []string{aggregation}
+			}
+			if diff := cmp.Diff(want, aggregations); diff != "" {
+				t.Errorf("%s: ClusterRole %s aggregates into the wrong built-in roles (-want +got):\n%s", install, name, diff)
+			}
+		}
+	}
+	for role := range personaRoles {
+		name := release + "-" + role
+		if diff := cmp.Diff(rules["config/default"][name], rules["chart"][name]); diff != "" {
+			t.Errorf("ClusterRole %s: the chart's rules differ from config/default's (-kustomize +chart):\n%s", name, diff)
+		}
+	}
+}
