@@ -88,22 +88,3 @@ func parseEgressEntry(entry string) (EgressRule, error) {
 	}
 	return rule, nil
 }
-
-// mergeEgress concatenates rule lists in order, dropping repeats, so the same
-// destination named by the flag and by an annotation yields one rule and the
-// generated policy does not change when an unrelated source re-lists it.
-func mergeEgress(lists ...[]EgressRule) []EgressRule {
-	seen := map[string]bool{}
-	var out []EgressRule
-	for _, list := range lists {
-		for _, r := range list {
-			key := r.String()
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			out = append(out, r)
-		}
-	}
-	return out
-}

@@ -8,18 +8,21 @@ import (
 // Namespace and from its (Cluster)TrainingRuntime, never from the TrainJob: the
 // person who submits a job must not be able to open the network for it.
 const (
-	// AnnotationTemplate chooses job-isolated, restricted or off.
+	// AnnotationTemplate chooses ingress-isolated, job-isolated, restricted or off.
 	AnnotationTemplate = "mpiguard.io/network-policy"
 	// AnnotationSSHPort is the sshd port of the runtime's image (restricted only).
 	AnnotationSSHPort = "mpiguard.io/network-policy-ssh-port"
 	// AnnotationWorkerPorts is "N" or "N-M", the range MPI is pinned to (restricted only).
 	AnnotationWorkerPorts = "mpiguard.io/network-policy-worker-ports"
-	// AnnotationExtraEgress adds destinations in ParseEgress syntax (both templates).
+	// AnnotationExtraEgress adds destinations in ParseEgress syntax (the
+	// templates that isolate egress: job-isolated, restricted).
 	AnnotationExtraEgress = "mpiguard.io/network-policy-extra-egress"
+	// AnnotationExtraIngress adds sources in ParseIngress syntax (every template).
+	AnnotationExtraIngress = "mpiguard.io/network-policy-extra-ingress"
 )
 
 // ourAnnotations are the keys whose change on a Namespace or runtime re-renders policies.
-var ourAnnotations = []string{AnnotationTemplate, AnnotationSSHPort, AnnotationWorkerPorts, AnnotationExtraEgress}
+var ourAnnotations = []string{AnnotationTemplate, AnnotationSSHPort, AnnotationWorkerPorts, AnnotationExtraEgress, AnnotationExtraIngress}
 
 // Settings are the resolved inputs of one job's policy.
 type Settings struct {
@@ -30,6 +33,7 @@ type Settings struct {
 	SSHPort      int32
 	WorkerPorts  PortRange
 	ExtraEgress  []EgressRule
+	ExtraIngress []IngressSource
 }
 
 // annotated is one place settings can come from.
@@ -57,8 +61,9 @@ func (a annotated) get(key string) (string, bool) {
 //     default. They describe what the runtime's image listens on. For the sshd
 //     port the runtime's annotation comes first, then the port its template
 //     shows (a port named ssh/sshd or the Worker's readiness probe).
-//   - extra egress: the union of controller flag, runtime and Namespace; every
-//     entry is an allow rule, so adding sources only adds destinations.
+//   - extra egress and extra ingress: the union of controller flag, runtime and
+//     Namespace; every entry is an allow rule, so adding sources only adds
+//     destinations (sources).
 //
 // A value that does not parse is reported (the caller turns each problem into a
 // Warning event) and never widens access: a bad template falls back to the
@@ -137,6 +142,21 @@ func resolveSettings(opts Options, ns, rt annotated) (Settings, []error) {
 		}
 		lists = append(lists, rules)
 	}
-	s.ExtraEgress = mergeEgress(lists...)
+	s.ExtraEgress = mergeUnique(lists...)
+
+	sources := [][]IngressSource{opts.ExtraIngress}
+	for _, src := range []annotated{rt, ns} {
+		v, ok := src.get(AnnotationExtraIngress)
+		if !ok {
+			continue
+		}
+		list, err := ParseIngress(v)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("%s annotation %s: %w; those entries are not allowed until fixed",
+				src.what, AnnotationExtraIngress, err))
+		}
+		sources = append(sources, list)
+	}
+	s.ExtraIngress = mergeUnique(sources...)
 	return s, problems
 }
