@@ -93,7 +93,7 @@ var _ = Describe("the per-job NetworkPolicy's cluster DNS", func() {
 			}
 		})
 
-		isolatedRT := fixtures.MPIRuntime("np-dns-" + ns).Cluster()
+		isolatedRT := fixtures.MPIRuntime("np-dns-"+ns).Annotation("mpiguard.io/network-policy", "job-isolated").Cluster()
 		createRuntime(ctx, isolatedRT)
 		isolated := createJob(ctx, fixtures.TrainJob(ns, "resolve", isolatedRT.Name).Obj())
 		restrictedRT := fixtures.MPIRuntime("np-dns-restricted-"+ns).Annotation("mpiguard.io/network-policy", "restricted").Cluster()
@@ -108,5 +108,32 @@ var _ = Describe("the per-job NetworkPolicy's cluster DNS", func() {
 		Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())
 		expectPolicy(ctx, isolated, "job-isolated", jobIsolated("resolve"))
 		expectPolicy(ctx, ring, "restricted", restricted("ring", 2222, 50000, 50999))
+	})
+})
+
+// Upgrading from a release whose default was job-isolated: the flag keeps the
+// old default; without it the same jobs' policies widen to ingress-isolated
+// (docs/operations.md, "Upgrading").
+var _ = Describe("the default template across an upgrade", func() {
+	It("stays job-isolated with --network-policy-default-template=job-isolated and widens to ingress-isolated without it", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+
+		By("restarting mpiguard with the flag that keeps the old default")
+		Expect(env.RestartManagers(ctx, componentsFromArgs([]string{"--network-policy-default-template=job-isolated"}))).To(Succeed())
+		defaults := false
+		DeferCleanup(func(ctx context.Context) {
+			if !defaults {
+				Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())
+			}
+		})
+		rt := fixtures.MPIRuntime("np-upgrade-" + ns).Cluster()
+		createRuntime(ctx, rt)
+		job := createJob(ctx, fixtures.TrainJob(ns, "kept", rt.Name).Obj())
+		expectPolicy(ctx, job, "job-isolated", jobIsolated("kept"))
+
+		By("restarting mpiguard with the default flags: the policy is rewritten to the new default")
+		defaults = true
+		Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("kept"))
 	})
 })
