@@ -40,24 +40,7 @@ func (s IngressSource) String() string {
 // "/", the port starts at the last ":" (neither a label key nor a value may
 // hold one). Every bad entry is reported, none is dropped silently.
 func ParseIngress(s string) ([]IngressSource, error) {
-	var out []IngressSource
-	var errs []string
-	for _, raw := range strings.Split(s, ",") {
-		entry := strings.TrimSpace(raw)
-		if entry == "" {
-			continue
-		}
-		src, err := parseIngressEntry(entry)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		out = append(out, src)
-	}
-	if len(errs) > 0 {
-		return out, fmt.Errorf("extra ingress: %s", strings.Join(errs, "; "))
-	}
-	return out, nil
+	return parseList(s, "extra ingress", parseIngressEntry)
 }
 
 func parseIngressEntry(entry string) (IngressSource, error) {

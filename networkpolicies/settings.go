@@ -129,34 +129,29 @@ func resolveSettings(opts Options, ns, rt annotated) (Settings, []error) {
 		break
 	}
 
-	lists := [][]EgressRule{opts.ExtraEgress}
-	for _, src := range []annotated{rt, ns} {
-		v, ok := src.get(AnnotationExtraEgress)
-		if !ok {
-			continue
-		}
-		rules, err := ParseEgress(v)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("%s annotation %s: %w; those entries are not allowed until fixed",
-				src.what, AnnotationExtraEgress, err))
-		}
-		lists = append(lists, rules)
-	}
-	s.ExtraEgress = mergeUnique(lists...)
-
-	sources := [][]IngressSource{opts.ExtraIngress}
-	for _, src := range []annotated{rt, ns} {
-		v, ok := src.get(AnnotationExtraIngress)
-		if !ok {
-			continue
-		}
-		list, err := ParseIngress(v)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("%s annotation %s: %w; those entries are not allowed until fixed",
-				src.what, AnnotationExtraIngress, err))
-		}
-		sources = append(sources, list)
-	}
-	s.ExtraIngress = mergeUnique(sources...)
+	var bad []error
+	s.ExtraEgress, bad = unionOf(opts.ExtraEgress, AnnotationExtraEgress, ParseEgress, rt, ns)
+	problems = append(problems, bad...)
+	s.ExtraIngress, bad = unionOf(opts.ExtraIngress, AnnotationExtraIngress, ParseIngress, rt, ns)
+	problems = append(problems, bad...)
 	return s, problems
+}
+
+// unionOf is base followed by the entries annotation key lists on each source,
+// in order, without repeats. A source's bad entries are reported and left out.
+func unionOf[T fmt.Stringer](base []T, key string, parse func(string) ([]T, error), sources ...annotated) ([]T, []error) {
+	lists := [][]T{base}
+	var problems []error
+	for _, src := range sources {
+		v, ok := src.get(key)
+		if !ok {
+			continue
+		}
+		list, err := parse(v)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("%s annotation %s: %w; those entries are not allowed until fixed", src.what, key, err))
+		}
+		lists = append(lists, list)
+	}
+	return mergeUnique(lists...), problems
 }

@@ -1,9 +1,10 @@
 package networkpolicies
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"sync"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,23 +14,11 @@ import (
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
-// warningRecorder keeps the admission warnings the apiserver returns.
-type warningRecorder struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.seen
-	w.seen = nil
+// warningLines is what a client's warning writer wrote since the last call,
+// one "Warning: ..." line per admission warning, as kubectl prints them.
+func warningLines(b *bytes.Buffer) []string {
+	out := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	b.Reset()
 	return out
 }
 
@@ -41,30 +30,30 @@ var _ = Describe("the admission warning of a create", func() {
 		ns := env.Namespace(ctx, nil)
 		rt := fixtures.MPIRuntime("np-warn-" + ns).Cluster()
 		createRuntime(ctx, rt)
-		w := &warningRecorder{}
+		var w bytes.Buffer
 		cfg := rest.CopyConfig(env.Config)
-		cfg.WarningHandlerWithContext = w
+		cfg.WarningHandler = rest.NewWarningWriter(&w, rest.WarningWriterOptions{})
 		c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 
 		job := fixtures.TrainJob(ns, "told", rt.Name).Obj()
 		Expect(c.Create(ctx, job)).To(Succeed())
-		Expect(w.take()).To(ContainElement(`network policy "ingress-isolated" (controller default): ` +
+		Expect(warningLines(&w)).To(ContainElement(`Warning: network policy "ingress-isolated" (controller default): ` +
 			`no pod outside the job can connect to its Launcher and Workers; its pods may connect anywhere the namespace's other policies allow`))
 		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("told"))
 
 		By("a namespace that asks for the strict template with extra egress")
 		annotateNamespace(ctx, ns, "mpiguard.io/network-policy", "job-isolated", "mpiguard.io/network-policy-extra-egress", "52.216.0.0/15:443")
-		strict := fmt.Sprintf(`network policy "job-isolated" (Namespace %q): no pod outside the job can connect to its Launcher and Workers; `+
+		strict := fmt.Sprintf(`Warning: network policy "job-isolated" (Namespace %q): no pod outside the job can connect to its Launcher and Workers; `+
 			`its pods cannot connect outside the job except to cluster DNS (kube-system port 53) and 52.216.0.0/15:443: `+
 			`object storage, registries and the Kubernetes API need mpiguard.io/network-policy-extra-egress`, ns)
 		Eventually(func(g Gomega) []string { // once mpiguard's cache has the annotation
 			g.Expect(c.Create(ctx, fixtures.TrainJob(ns, "probe", rt.Name).Obj(), client.DryRunAll)).To(Succeed())
-			return w.take()
+			return warningLines(&w)
 		}).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(strict))
 		second := fixtures.TrainJob(ns, "told-again", rt.Name).Obj()
 		Expect(c.Create(ctx, second)).To(Succeed())
-		Expect(w.take()).To(ContainElement(strict))
+		Expect(warningLines(&w)).To(ContainElement(strict))
 		spec := jobIsolated("told-again")
 		spec.Egress = append(spec.Egress, fixtures.NetworkPolicySpecYAML(`
 egress:
@@ -77,6 +66,6 @@ egress:
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(second), second)).To(Succeed())
 		second.Labels = map[string]string{"touched": "yes"}
 		Expect(c.Update(ctx, second)).To(Succeed())
-		Expect(w.take()).NotTo(ContainElement(ContainSubstring("network policy")))
+		Expect(warningLines(&w)).NotTo(ContainElement(ContainSubstring("network policy")))
 	})
 })
