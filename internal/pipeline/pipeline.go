@@ -91,8 +91,9 @@ type Verdict struct {
 	// Decision: Validate and Admit.
 	Decision *engine.Decision
 	// NetworkPolicy says which per-job NetworkPolicy template the job gets
-	// and what it leaves closed (networkpolicies.Describe); empty when the
-	// pipeline describes none (DescribeNetworkPolicies not called).
+	// and what it leaves closed (networkpolicies.Describe), for a CREATE;
+	// empty otherwise and when the pipeline describes none
+	// (DescribeNetworkPolicies not called).
 	NetworkPolicy string
 
 	// request is what the engine decides (for Judge) or decided (for
@@ -122,9 +123,10 @@ type Pipeline struct {
 	networkPolicies *networkpolicies.Options
 }
 
-// DescribeNetworkPolicies makes every governed verdict say which NetworkPolicy
-// template the job gets under opts, the controller's options, and what it
-// leaves closed (Verdict.NetworkPolicy). Call it before the pipeline is used.
+// DescribeNetworkPolicies makes every governed verdict of a CREATE say which
+// NetworkPolicy template the job gets under opts, the controller's options,
+// and what it leaves closed (Verdict.NetworkPolicy). Call it before the
+// pipeline is used.
 func (p *Pipeline) DescribeNetworkPolicies(opts networkpolicies.Options) {
 	p.networkPolicies = &opts
 }
@@ -234,7 +236,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	}
 	er := &engine.Request{Input: doc}
 	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er, from: req}
-	if p.networkPolicies != nil {
+	if p.networkPolicies != nil && req.Operation == engine.Create {
 		v.NetworkPolicy = networkpolicies.Describe(*p.networkPolicies, ns.Namespace, rt).String()
 	}
 	if stage == Validate {

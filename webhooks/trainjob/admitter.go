@@ -74,15 +74,15 @@ func refused(err error) *admission.Response {
 	return &resp
 }
 
-// answer is the response to a verdict on r: denied with every denial, or
+// answer is the response to a verdict: denied with every denial, or
 // allowed, with the warnings either way. An allowed create also hears which
 // NetworkPolicy template the job gets and what it leaves closed.
-func answer(r *pipeline.Request, v *pipeline.Verdict) admission.Response {
+func answer(v *pipeline.Verdict) admission.Response {
 	if !v.Allowed() {
 		return admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...)
 	}
 	warnings := v.Warnings()
-	if r.Operation == engine.Create && v.NetworkPolicy != "" {
+	if v.NetworkPolicy != "" { // only a create's verdict has one
 		warnings = append(warnings, v.NetworkPolicy)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)

@@ -25,5 +25,5 @@ func (v Validator) decideReserving(ctx context.Context, req admission.Request, r
 		return *refused(err)
 	}
 	v.pipeline.Record(res.Verdict)
-	return answer(r, res.Verdict)
+	return answer(res.Verdict)
 }

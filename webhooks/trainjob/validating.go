@@ -43,5 +43,5 @@ func (v Validator) decide(ctx context.Context, req admission.Request, r *pipelin
 	if err != nil {
 		return *refused(err)
 	}
-	return answer(r, verdict)
+	return answer(verdict)
 }
