@@ -42,9 +42,3 @@ func ParseTemplate(s string) (Template, error) {
 	return "", fmt.Errorf("%q is not a network policy template; use one of %q, %q, %q or %q",
 		s, TemplateIngressIsolated, TemplateJobIsolated, TemplateRestricted, TemplateOff)
 }
-
-// isolatesEgress says whether the template's policy limits where the job's
-// pods may connect to (the job, DNS and the extra egress only).
-func (t Template) isolatesEgress() bool {
-	return t == TemplateJobIsolated || t == TemplateRestricted
-}
