@@ -3,6 +3,8 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces cyclonus with this copy (third_party/cyclonus/README.mpiguard.md).
+COPY third_party/ third_party/
 RUN go mod download
 COPY cmd/ cmd/
 COPY webhooks/ webhooks/

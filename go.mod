@@ -8,6 +8,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/huandu/go-clone v1.7.3
 	github.com/kubeflow/trainer/v2 v2.3.0
+	github.com/mattfenwick/cyclonus v0.5.6
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
 	github.com/open-policy-agent/opa v1.22.2
@@ -35,6 +36,13 @@ require (
 	sigs.k8s.io/scheduler-plugins v0.35.4-devel
 	sigs.k8s.io/yaml v1.6.0
 	volcano.sh/apis v1.14.0
+)
+
+require (
+	github.com/go-resty/resty/v2 v2.7.0 // indirect
+	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
+	github.com/mattfenwick/collections v0.3.2 // indirect
+	github.com/moby/spdystream v0.5.1 // indirect
 )
 
 require (
@@ -126,7 +134,7 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/common v0.72.0
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/reeflective/readline v1.3.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
@@ -206,3 +214,7 @@ tool (
 	sigs.k8s.io/controller-tools/cmd/controller-gen
 	sigs.k8s.io/kustomize/kustomize/v5
 )
+
+// cyclonus's tablewriter v0 does not build next to OPA's v1:
+// third_party/cyclonus/README.mpiguard.md.
+replace github.com/mattfenwick/cyclonus => ./third_party/cyclonus

@@ -42,24 +42,31 @@ var egressEntry = regexp.MustCompile(`^([0-9A-Fa-f:.]+/[0-9]{1,3})(?::([0-9]+(?:
 // A port without protocol means TCP; a CIDR alone means every port and protocol.
 // Empty input yields no rules. Every bad entry is reported, none is dropped silently.
 func ParseEgress(s string) ([]EgressRule, error) {
-	var rules []EgressRule
+	return parseList(s, "extra egress", parseEgressEntry)
+}
+
+// parseList reads a comma-separated list with parse, one entry at a time:
+// blanks are skipped, every bad entry is reported (prefixed with what), and the
+// good ones are returned either way.
+func parseList[T any](s, what string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
 	var errs []string
 	for _, raw := range strings.Split(s, ",") {
 		entry := strings.TrimSpace(raw)
 		if entry == "" {
 			continue
 		}
-		rule, err := parseEgressEntry(entry)
+		x, err := parse(entry)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
-		rules = append(rules, rule)
+		out = append(out, x)
 	}
 	if len(errs) > 0 {
-		return rules, fmt.Errorf("extra egress: %s", strings.Join(errs, "; "))
+		return out, fmt.Errorf("%s: %s", what, strings.Join(errs, "; "))
 	}
-	return rules, nil
+	return out, nil
 }
 
 func parseEgressEntry(entry string) (EgressRule, error) {
@@ -87,23 +94,4 @@ func parseEgressEntry(entry string) (EgressRule, error) {
 		}
 	}
 	return rule, nil
-}
-
-// mergeEgress concatenates rule lists in order, dropping repeats, so the same
-// destination named by the flag and by an annotation yields one rule and the
-// generated policy does not change when an unrelated source re-lists it.
-func mergeEgress(lists ...[]EgressRule) []EgressRule {
-	seen := map[string]bool{}
-	var out []EgressRule
-	for _, list := range lists {
-		for _, r := range list {
-			key := r.String()
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			out = append(out, r)
-		}
-	}
-	return out
 }

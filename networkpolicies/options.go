@@ -41,9 +41,13 @@ type Options struct {
 	SSHPort int32
 	// WorkerPorts is the range the restricted template opens between the job's pods.
 	WorkerPorts PortRange
-	// ExtraEgress is added to every policy (both templates), e.g. the cluster's
-	// image registry or object store, in ParseEgress syntax.
+	// ExtraEgress is added to every policy that isolates egress (job-isolated,
+	// restricted), e.g. the cluster's image registry or object store, in
+	// ParseEgress syntax.
 	ExtraEgress []EgressRule
+	// ExtraIngress is added to every policy, e.g. the monitoring namespace's
+	// Prometheus, in ParseIngress syntax.
+	ExtraIngress []IngressSource
 	// DNSNamespace and DNSPodLabels select the cluster DNS pods that every policy
 	// lets the job reach on UDP and TCP DNSPorts.
 	DNSNamespace string
@@ -62,7 +66,7 @@ func DefaultOptions() Options { return Options{Enabled: true} }
 // withDefaults fills every empty field; callers keep their Options untouched.
 func (o Options) withDefaults() Options {
 	if o.DefaultTemplate == "" {
-		o.DefaultTemplate = TemplateJobIsolated
+		o.DefaultTemplate = DefaultTemplate
 	}
 	if o.SSHPort == 0 {
 		o.SSHPort = DefaultSSHPort
@@ -116,8 +120,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "network-policies", o.Enabled,
 		"Keep one NetworkPolicy per MPI TrainJob, selecting only that job's pods, and repair edits and deletions of it.")
 	fs.Func("network-policy-default-template",
-		fmt.Sprintf("template for MPI TrainJobs whose namespace and runtime choose none: %s, %s or %s (default %s)",
-			TemplateJobIsolated, TemplateRestricted, TemplateOff, TemplateJobIsolated),
+		fmt.Sprintf("template for MPI TrainJobs whose namespace and runtime choose none: %s, %s (egress isolated too), %s or %s (default %s)",
+			TemplateIngressIsolated, TemplateJobIsolated, TemplateRestricted, TemplateOff, DefaultTemplate),
 		func(s string) error {
 			t, err := ParseTemplate(s)
 			o.DefaultTemplate = t
@@ -138,10 +142,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			return err
 		})
 	fs.Func("network-policy-extra-egress",
-		"comma-separated CIDR[:port[-endPort]][/TCP|UDP|SCTP] every MPI job may reach (registries, object storage); repeatable",
+		"comma-separated CIDR[:port[-endPort]][/TCP|UDP|SCTP] every MPI job may reach under the templates that isolate egress (job-isolated, restricted); repeatable",
 		func(s string) error {
 			rules, err := ParseEgress(s)
 			o.ExtraEgress = append(o.ExtraEgress, rules...)
+			return err
+		})
+	fs.Func("network-policy-extra-ingress",
+		"comma-separated NAMESPACE[/key=value][:port[-endPort]] sources that may reach every MPI job's pods (monitoring, an ingress for TensorBoard); repeatable",
+		func(s string) error {
+			list, err := ParseIngress(s)
+			o.ExtraIngress = append(o.ExtraIngress, list...)
 			return err
 		})
 	fs.Func("network-policy-dns",

@@ -22,6 +22,8 @@ const namespaceNameLabel = corev1.LabelMetadataName
 func desiredPolicy(job *trainer.TrainJob, s Settings, opts Options) *networkingv1.NetworkPolicy {
 	var spec networkingv1.NetworkPolicySpec
 	switch s.Template {
+	case TemplateIngressIsolated:
+		spec = ingressIsolatedSpec(job.Name, s)
 	case TemplateJobIsolated:
 		spec = jobIsolatedSpec(job.Name, s, opts)
 	case TemplateRestricted:
@@ -57,14 +59,26 @@ func ownerReference(job *trainer.TrainJob) metav1.OwnerReference {
 	}
 }
 
-// jobIsolatedSpec: in from and out to the job's own pods on every port, out to DNS
-// and the extra egress. No peer names another namespace except the DNS one.
+// ingressIsolatedSpec: in from the job's own pods on every port and from the
+// extra ingress; egress is not part of the policy (policyTypes Ingress only), so
+// the job reaches whatever the namespace's other policies let it reach.
+func ingressIsolatedSpec(jobName string, s Settings) networkingv1.NetworkPolicySpec {
+	return networkingv1.NetworkPolicySpec{
+		PodSelector: *jobPods(jobName),
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress:     jobIngress(jobName, s),
+	}
+}
+
+// jobIsolatedSpec: ingress as ingressIsolatedSpec; out to the job's own pods on
+// every port, to DNS and to the extra egress only. No peer names another
+// namespace except the DNS one and the extra ingress sources.
 func jobIsolatedSpec(jobName string, s Settings, opts Options) networkingv1.NetworkPolicySpec {
 	job := []networkingv1.NetworkPolicyPeer{{PodSelector: jobPods(jobName)}}
 	return networkingv1.NetworkPolicySpec{
 		PodSelector: *jobPods(jobName),
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: job}},
+		Ingress:     jobIngress(jobName, s),
 		Egress: append([]networkingv1.NetworkPolicyEgressRule{
 			{To: job},
 			dnsRule(opts),
@@ -85,15 +99,43 @@ func restrictedSpec(jobName string, s Settings, opts Options) networkingv1.Netwo
 	return networkingv1.NetworkPolicySpec{
 		PodSelector: *jobPods(jobName),
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-		Ingress: []networkingv1.NetworkPolicyIngressRule{
+		Ingress: append([]networkingv1.NetworkPolicyIngressRule{
 			{From: []networkingv1.NetworkPolicyPeer{{PodSelector: jobRolePods(jobName, launcherReplicatedJob)}}, Ports: ssh},
 			{From: job, Ports: workers},
-		},
+		}, extraIngressRules(s.ExtraIngress)...),
 		Egress: append([]networkingv1.NetworkPolicyEgressRule{
 			{To: job, Ports: []networkingv1.NetworkPolicyPort{ssh[0], workers[0]}},
 			dnsRule(opts),
 		}, extraEgressRules(s.ExtraEgress)...),
 	}
+}
+
+// jobIngress: from the job's own pods on every port (OpenMPI Workers connect
+// back to mpirun on dynamic ports), then one rule per extra ingress source.
+func jobIngress(jobName string, s Settings) []networkingv1.NetworkPolicyIngressRule {
+	return append([]networkingv1.NetworkPolicyIngressRule{
+		{From: []networkingv1.NetworkPolicyPeer{{PodSelector: jobPods(jobName)}}},
+	}, extraIngressRules(s.ExtraIngress)...)
+}
+
+// extraIngressRules: one rule per source, naming its namespace by the
+// kubernetes.io/metadata.name label and, when given, its pods by one label.
+func extraIngressRules(sources []IngressSource) []networkingv1.NetworkPolicyIngressRule {
+	out := make([]networkingv1.NetworkPolicyIngressRule, 0, len(sources))
+	for _, src := range sources {
+		peer := networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{namespaceNameLabel: src.Namespace}},
+		}
+		if src.LabelKey != "" {
+			peer.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{src.LabelKey: src.LabelValue}}
+		}
+		rule := networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{peer}}
+		if src.Ports.Start != 0 {
+			rule.Ports = tcpPorts(src.Ports)
+		}
+		out = append(out, rule)
+	}
+	return out
 }
 
 // jobPods selects every pod of the job's JobSet (the Trainer names it after the job).

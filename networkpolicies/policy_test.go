@@ -65,6 +65,51 @@ func TestDesiredPolicy(t *testing.T) {
 		opts     *Options
 		want     *networkingv1.NetworkPolicy
 	}{
+		"ingress-isolated: same job in on every port, egress not part of the policy": {
+			settings: Settings{Template: TemplateIngressIsolated, SSHPort: 2222, WorkerPorts: PortRange{50000, 50999},
+				ExtraEgress: []EgressRule{{CIDR: "10.20.0.0/16"}}},
+			want: &networkingv1.NetworkPolicy{
+				TypeMeta: npTypeMeta, ObjectMeta: wantMeta("ingress-isolated"),
+				Spec: networkingv1.NetworkPolicySpec{
+					PodSelector: metav1.LabelSelector{MatchLabels: labels(jobLabel, "pi")},
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+					Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{wantJobPeer}}},
+				},
+			},
+		},
+		"ingress-isolated with extra ingress: one rule per source after the job's": {
+			settings: Settings{Template: TemplateIngressIsolated, ExtraIngress: []IngressSource{
+				{Namespace: "monitoring", LabelKey: "app.kubernetes.io/name", LabelValue: "prometheus", Ports: PortRange{Start: 9090}},
+				{Namespace: "ingress-nginx", Ports: PortRange{6006, 6010}},
+				{Namespace: "tools"},
+			}},
+			want: &networkingv1.NetworkPolicy{
+				TypeMeta: npTypeMeta, ObjectMeta: wantMeta("ingress-isolated"),
+				Spec: networkingv1.NetworkPolicySpec{
+					PodSelector: metav1.LabelSelector{MatchLabels: labels(jobLabel, "pi")},
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+					Ingress: []networkingv1.NetworkPolicyIngressRule{
+						{From: []networkingv1.NetworkPolicyPeer{wantJobPeer}},
+						{
+							From: []networkingv1.NetworkPolicyPeer{{
+								NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels("kubernetes.io/metadata.name", "monitoring")},
+								PodSelector:       &metav1.LabelSelector{MatchLabels: labels("app.kubernetes.io/name", "prometheus")},
+							}},
+							Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolTCP, 9090, nil)},
+						},
+						{
+							From: []networkingv1.NetworkPolicyPeer{{
+								NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels("kubernetes.io/metadata.name", "ingress-nginx")},
+							}},
+							Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolTCP, 6006, ptr.To[int32](6010))},
+						},
+						{From: []networkingv1.NetworkPolicyPeer{{
+							NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels("kubernetes.io/metadata.name", "tools")},
+						}}},
+					},
+				},
+			},
+		},
 		"job-isolated: same job in, same job and DNS out, all ports": {
 			settings: Settings{Template: TemplateJobIsolated, SSHPort: 2222, WorkerPorts: PortRange{50000, 50999}},
 			want: &networkingv1.NetworkPolicy{
@@ -232,11 +277,13 @@ func TestDesiredPolicy(t *testing.T) {
 // TestEveryPeerSelectsOnlyTheJob walks every generated policy and checks the
 // property the issue insists on: the policy's own podSelector, and every pod
 // peer in the job's namespace, carries jobset-name=<job>. Only the DNS peer (which
-// names another namespace explicitly) and ipBlocks are exempt.
+// names another namespace explicitly), the extra ingress sources (each names its
+// namespace) and ipBlocks are exempt.
 func TestEveryPeerSelectsOnlyTheJob(t *testing.T) {
 	settings := Settings{SSHPort: 2222, WorkerPorts: PortRange{50000, 50999},
-		ExtraEgress: []EgressRule{{CIDR: "10.0.0.0/8"}}}
-	for _, tmpl := range []Template{TemplateJobIsolated, TemplateRestricted} {
+		ExtraEgress:  []EgressRule{{CIDR: "10.0.0.0/8"}},
+		ExtraIngress: []IngressSource{{Namespace: "monitoring", LabelKey: "app", LabelValue: "prometheus"}}}
+	for _, tmpl := range []Template{TemplateIngressIsolated, TemplateJobIsolated, TemplateRestricted} {
 		t.Run(string(tmpl), func(t *testing.T) {
 			settings.Template = tmpl
 			p := desiredPolicy(testJob(), settings, Options{}.withDefaults())
@@ -263,8 +310,8 @@ func TestEveryPeerSelectsOnlyTheJob(t *testing.T) {
 				switch {
 				case peer.IPBlock != nil:
 				case peer.NamespaceSelector != nil:
-					if peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "kube-system" {
-						t.Errorf("peer %+v opens a namespace other than kube-system (DNS)", peer)
+					if ns := peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]; ns != "kube-system" && ns != "monitoring" {
+						t.Errorf("peer %+v opens a namespace other than kube-system (DNS) and monitoring (extra ingress)", peer)
 					}
 				case peer.PodSelector == nil || peer.PodSelector.MatchLabels[jobLabel] != "pi":
 					t.Errorf("peer %+v is not limited to pods of job pi", peer)

@@ -66,12 +66,14 @@ func lookupRuntime(ctx context.Context, c client.Reader, job *trainer.TrainJob) 
 		var rt trainer.ClusterTrainingRuntime
 		err = c.Get(ctx, types.NamespacedName{Name: ref.Name}, &rt)
 		spec = rt.Spec
-		info.source = annotated{what: fmt.Sprintf("ClusterTrainingRuntime %q", ref.Name), annotations: rt.Annotations}
+		rt.Name = ref.Name // also when it is not found: messages name it
+		info.source = runtimeSource(&rt)
 	default:
 		var rt trainer.TrainingRuntime
 		err = c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: ref.Name}, &rt)
 		spec = rt.Spec
-		info.source = annotated{what: fmt.Sprintf("TrainingRuntime %s/%s", job.Namespace, ref.Name), annotations: rt.Annotations}
+		rt.Namespace, rt.Name = job.Namespace, ref.Name
+		info.source = runtimeSource(&rt)
 	}
 	if apierrors.IsNotFound(err) {
 		return runtimeInfo{source: info.source}, nil
@@ -81,8 +83,20 @@ func lookupRuntime(ctx context.Context, c client.Reader, job *trainer.TrainJob) 
 	}
 	info.found = true
 	info.mpi = spec.MLPolicy != nil && spec.MLPolicy.MPI != nil
-	info.source.sshPort = templateSSHPort(&spec)
 	return info, nil
+}
+
+// runtimeSource is rt (a ClusterTrainingRuntime or TrainingRuntime) as a source
+// of settings: its annotations and the sshd port its template shows. Anything
+// else is a source without settings.
+func runtimeSource(rt client.Object) annotated {
+	switch rt := rt.(type) {
+	case *trainer.ClusterTrainingRuntime:
+		return annotated{what: fmt.Sprintf("ClusterTrainingRuntime %q", rt.Name), annotations: rt.Annotations, sshPort: templateSSHPort(&rt.Spec)}
+	case *trainer.TrainingRuntime:
+		return annotated{what: fmt.Sprintf("TrainingRuntime %s/%s", rt.Namespace, rt.Name), annotations: rt.Annotations, sshPort: templateSSHPort(&rt.Spec)}
+	}
+	return annotated{what: "runtime"}
 }
 
 // templateSSHPort finds the port sshd listens on in the runtime's Worker pods: a

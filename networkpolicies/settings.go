@@ -8,18 +8,21 @@ import (
 // Namespace and from its (Cluster)TrainingRuntime, never from the TrainJob: the
 // person who submits a job must not be able to open the network for it.
 const (
-	// AnnotationTemplate chooses job-isolated, restricted or off.
+	// AnnotationTemplate chooses ingress-isolated, job-isolated, restricted or off.
 	AnnotationTemplate = "mpiguard.io/network-policy"
 	// AnnotationSSHPort is the sshd port of the runtime's image (restricted only).
 	AnnotationSSHPort = "mpiguard.io/network-policy-ssh-port"
 	// AnnotationWorkerPorts is "N" or "N-M", the range MPI is pinned to (restricted only).
 	AnnotationWorkerPorts = "mpiguard.io/network-policy-worker-ports"
-	// AnnotationExtraEgress adds destinations in ParseEgress syntax (both templates).
+	// AnnotationExtraEgress adds destinations in ParseEgress syntax (the
+	// templates that isolate egress: job-isolated, restricted).
 	AnnotationExtraEgress = "mpiguard.io/network-policy-extra-egress"
+	// AnnotationExtraIngress adds sources in ParseIngress syntax (every template).
+	AnnotationExtraIngress = "mpiguard.io/network-policy-extra-ingress"
 )
 
 // ourAnnotations are the keys whose change on a Namespace or runtime re-renders policies.
-var ourAnnotations = []string{AnnotationTemplate, AnnotationSSHPort, AnnotationWorkerPorts, AnnotationExtraEgress}
+var ourAnnotations = []string{AnnotationTemplate, AnnotationSSHPort, AnnotationWorkerPorts, AnnotationExtraEgress, AnnotationExtraIngress}
 
 // Settings are the resolved inputs of one job's policy.
 type Settings struct {
@@ -30,6 +33,7 @@ type Settings struct {
 	SSHPort      int32
 	WorkerPorts  PortRange
 	ExtraEgress  []EgressRule
+	ExtraIngress []IngressSource
 }
 
 // annotated is one place settings can come from.
@@ -57,8 +61,9 @@ func (a annotated) get(key string) (string, bool) {
 //     default. They describe what the runtime's image listens on. For the sshd
 //     port the runtime's annotation comes first, then the port its template
 //     shows (a port named ssh/sshd or the Worker's readiness probe).
-//   - extra egress: the union of controller flag, runtime and Namespace; every
-//     entry is an allow rule, so adding sources only adds destinations.
+//   - extra egress and extra ingress: the union of controller flag, runtime and
+//     Namespace; every entry is an allow rule, so adding sources only adds
+//     destinations (sources).
 //
 // A value that does not parse is reported (the caller turns each problem into a
 // Warning event) and never widens access: a bad template falls back to the
@@ -124,19 +129,29 @@ func resolveSettings(opts Options, ns, rt annotated) (Settings, []error) {
 		break
 	}
 
-	lists := [][]EgressRule{opts.ExtraEgress}
-	for _, src := range []annotated{rt, ns} {
-		v, ok := src.get(AnnotationExtraEgress)
+	var bad []error
+	s.ExtraEgress, bad = unionOf(opts.ExtraEgress, AnnotationExtraEgress, ParseEgress, rt, ns)
+	problems = append(problems, bad...)
+	s.ExtraIngress, bad = unionOf(opts.ExtraIngress, AnnotationExtraIngress, ParseIngress, rt, ns)
+	problems = append(problems, bad...)
+	return s, problems
+}
+
+// unionOf is base followed by the entries annotation key lists on each source,
+// in order, without repeats. A source's bad entries are reported and left out.
+func unionOf[T fmt.Stringer](base []T, key string, parse func(string) ([]T, error), sources ...annotated) ([]T, []error) {
+	lists := [][]T{base}
+	var problems []error
+	for _, src := range sources {
+		v, ok := src.get(key)
 		if !ok {
 			continue
 		}
-		rules, err := ParseEgress(v)
+		list, err := parse(v)
 		if err != nil {
-			problems = append(problems, fmt.Errorf("%s annotation %s: %w; those entries are not allowed until fixed",
-				src.what, AnnotationExtraEgress, err))
+			problems = append(problems, fmt.Errorf("%s annotation %s: %w; those entries are not allowed until fixed", src.what, key, err))
 		}
-		lists = append(lists, rules)
+		lists = append(lists, list)
 	}
-	s.ExtraEgress = mergeEgress(lists...)
-	return s, problems
+	return mergeUnique(lists...), problems
 }

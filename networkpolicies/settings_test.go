@@ -109,7 +109,7 @@ func TestResolveSettings(t *testing.T) {
 	}{
 		"nothing annotated: controller defaults": {
 			ns: ns(), rt: rt(),
-			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 2222,
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 2222,
 				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}},
 		},
 		"runtime template applies where the namespace has none": {
@@ -126,7 +126,7 @@ func TestResolveSettings(t *testing.T) {
 			ns: ns(AnnotationSSHPort, "22", AnnotationWorkerPorts, "40000-40099",
 				AnnotationExtraEgress, "10.0.0.0/8:443,192.168.1.0/24:9000"),
 			rt: rt(AnnotationSSHPort, "2022", AnnotationWorkerPorts, "30000-30099", AnnotationExtraEgress, "172.16.0.0/12:5000"),
-			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 2022,
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 2022,
 				WorkerPorts: PortRange{30000, 30099}, ExtraEgress: []EgressRule{
 					registry,
 					{CIDR: "172.16.0.0/12", Protocol: corev1.ProtocolTCP, Ports: PortRange{Start: 5000}},
@@ -136,30 +136,42 @@ func TestResolveSettings(t *testing.T) {
 		"the runtime template's sshd port beats the namespace's, the runtime annotation beats both": {
 			ns: ns(AnnotationSSHPort, "22"),
 			rt: annotated{what: `ClusterTrainingRuntime "mpi"`, sshPort: 2022},
-			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 2022,
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 2022,
 				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}},
 		},
 		"runtime sshd annotation over its template": {
 			ns: ns(),
 			rt: annotated{what: `ClusterTrainingRuntime "mpi"`, sshPort: 2022, annotations: labels(AnnotationSSHPort, "2200")},
-			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 2200,
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 2200,
 				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}},
 		},
 		"namespace ports apply where the runtime has none": {
 			ns: ns(AnnotationSSHPort, "22", AnnotationWorkerPorts, "40000"), rt: rt(),
-			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 22,
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 22,
 				WorkerPorts: PortRange{Start: 40000}, ExtraEgress: []EgressRule{registry}},
 		},
 		"bad namespace template falls back to the controller default, not to the runtime's off": {
 			ns: ns(AnnotationTemplate, "restrictd"), rt: rt(AnnotationTemplate, "off"),
-			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 2222,
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 2222,
 				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}},
-			wantProblems: []string{`Namespace "team-a" annotation mpiguard.io/network-policy: "restrictd" is not a network policy template; use one of "job-isolated", "restricted" or "off"; using the controller default "job-isolated" until it is fixed`},
+			wantProblems: []string{`Namespace "team-a" annotation mpiguard.io/network-policy: "restrictd" is not a network policy template; use one of "ingress-isolated", "job-isolated", "restricted" or "off"; using the controller default "ingress-isolated" until it is fixed`},
+		},
+		"extra ingress is the union of flag, runtime and namespace; a bad entry is dropped": {
+			ns: ns(AnnotationExtraIngress, "monitoring/app.kubernetes.io/name=prometheus:9090, ingress-nginx:6006"),
+			rt: rt(AnnotationExtraIngress, "ingress-nginx:6006,Monitoring:9090"),
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 2222,
+				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}, ExtraIngress: []IngressSource{
+					{Namespace: "ingress-nginx", Ports: PortRange{Start: 6006}},
+					{Namespace: "monitoring", LabelKey: "app.kubernetes.io/name", LabelValue: "prometheus", Ports: PortRange{Start: 9090}},
+				}},
+			wantProblems: []string{
+				`ClusterTrainingRuntime "mpi" annotation mpiguard.io/network-policy-extra-ingress: extra ingress: "Monitoring:9090" is not NAMESPACE[/key=value][:port[-endPort]], e.g. monitoring/app.kubernetes.io/name=prometheus:9090: namespace "Monitoring": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); those entries are not allowed until fixed`,
+			},
 		},
 		"bad runtime port falls through to the namespace's; bad egress entry dropped": {
 			ns: ns(AnnotationSSHPort, "22"),
 			rt: rt(AnnotationSSHPort, "ssh", AnnotationWorkerPorts, "9-1", AnnotationExtraEgress, "minio:9000"),
-			want: Settings{Template: TemplateJobIsolated, TemplateFrom: "controller default", SSHPort: 22,
+			want: Settings{Template: TemplateIngressIsolated, TemplateFrom: "controller default", SSHPort: 22,
 				WorkerPorts: PortRange{50000, 50999}, ExtraEgress: []EgressRule{registry}},
 			wantProblems: []string{
 				`ClusterTrainingRuntime "mpi" annotation mpiguard.io/network-policy-ssh-port: "ssh" is not a port; give a number from 1 to 65535; ignoring it`,
@@ -192,7 +204,7 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		"zero value is valid": {opts: Options{}},
 		"bad template": {opts: Options{DefaultTemplate: "open"},
-			wantErr: `networkpolicies: default template: "open" is not a network policy template; use one of "job-isolated", "restricted" or "off"`},
+			wantErr: `networkpolicies: default template: "open" is not a network policy template; use one of "ingress-isolated", "job-isolated", "restricted" or "off"`},
 		"inverted range": {opts: Options{WorkerPorts: PortRange{9000, 8000}},
 			wantErr: "networkpolicies: worker port range 9000-8000 is not within 1-65535 low-high"},
 		"port too big": {opts: Options{SSHPort: 70000},
@@ -219,4 +231,30 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func TestParseIngress(t *testing.T) {
+	got, err := ParseIngress(" monitoring/app.kubernetes.io/name=prometheus:9090, ingress-nginx:6006-6010 ,tools,, ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []IngressSource{
+		{Namespace: "monitoring", LabelKey: "app.kubernetes.io/name", LabelValue: "prometheus", Ports: PortRange{Start: 9090}},
+		{Namespace: "ingress-nginx", Ports: PortRange{6006, 6010}},
+		{Namespace: "tools"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, src := range got {
+		again, err := ParseIngress(src.String())
+		if err != nil || len(again) != 1 || again[0] != src {
+			t.Errorf("%q does not read back as %+v: %+v, %v", src.String(), src, again, err)
+		}
+	}
+	for _, bad := range []string{"monitoring:0", "monitoring/app", "monitoring/=x", "-bad-", "monitoring/app=x:9000-8000", "10.0.0.0/8"} {
+		if _, err := ParseIngress(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
 }

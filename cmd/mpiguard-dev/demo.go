@@ -9,15 +9,19 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	reports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/internal/devcluster"
+	"github.com/mpiguard/mpiguard/networkpolicies"
+	"github.com/mpiguard/mpiguard/networkpolicies/verdict"
 )
 
 // demo is what the steps share: the cluster, and a client that collects
@@ -140,22 +144,72 @@ func printMutations(ctx context.Context, env *devcluster.Env, job *trainer.Train
 	}
 }
 
-// showNetworkPolicy prints the NetworkPolicy mpiguard created for a sample MPI TrainJob.
+// showNetworkPolicy prints the NetworkPolicy mpiguard created for a sample MPI
+// TrainJob and the verdict of cyclonus's NetworkPolicy matcher on a Worker
+// reaching an S3 address: allowed by the default template, refused once the
+// namespace asks for the strict one.
 func showNetworkPolicy(ctx context.Context, d *demo) error {
-	env := d.env
-	var np networkingv1.NetworkPolicy
 	key := client.ObjectKey{Namespace: "team-a", Name: "bert-3x4"}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-		return env.Client.Get(ctx, key, &np) == nil, nil
-	})
-	if err != nil {
+	np, ok := d.policy(ctx, key, "")
+	if !ok {
 		say("no NetworkPolicy for %s appeared within 15s", key)
 		return nil
 	}
 	np.ManagedFields = nil
 	out, _ := yaml.Marshal(np)
 	say("NetworkPolicy mpiguard created for MPI TrainJob %s:\n%s", key, indent(string(out), "    "))
+	worker := verdict.Pod(key.Namespace, map[string]string{jobsetv1alpha2.JobSetNameKey: key.Name, jobsetv1alpha2.ReplicatedJobNameKey: "node"}, "10.244.0.11")
+	s3 := verdict.Connection{From: worker, To: verdict.External(demoS3Address), Port: 443, Protocol: corev1.ProtocolTCP}
+	fmt.Printf("    a Worker → S3 %s:443, under template %s: %s\n", demoS3Address, np.Labels[networkpolicies.TemplateLabel],
+		verdict.Judge([]*networkingv1.NetworkPolicy{np}, s3))
+
+	if err := d.annotateNamespace(ctx, key.Namespace, string(networkpolicies.TemplateJobIsolated)); err != nil {
+		return err
+	}
+	defer func() { _ = d.annotateNamespace(ctx, key.Namespace, "") }()
+	if np, ok = d.policy(ctx, key, networkpolicies.TemplateJobIsolated); !ok {
+		say("the policy of %s did not switch to %s within 15s", key, networkpolicies.TemplateJobIsolated)
+		return nil
+	}
+	fmt.Printf("    namespace %s annotated %s=%s; the same connection under template %s: %s\n\n", key.Namespace,
+		networkpolicies.AnnotationTemplate, networkpolicies.TemplateJobIsolated, np.Labels[networkpolicies.TemplateLabel],
+		verdict.Judge([]*networkingv1.NetworkPolicy{np}, s3))
 	return nil
+}
+
+// demoS3Address is an address of Amazon S3 (us-east-1), outside the cluster.
+const demoS3Address = "52.216.8.10"
+
+// policy waits up to 15s for the NetworkPolicy key, written with template
+// (any template when empty).
+func (d *demo) policy(ctx context.Context, key client.ObjectKey, template networkpolicies.Template) (*networkingv1.NetworkPolicy, bool) {
+	var np networkingv1.NetworkPolicy
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		if d.env.Client.Get(ctx, key, &np) != nil {
+			return false, nil
+		}
+		return template == "" || np.Labels[networkpolicies.TemplateLabel] == string(template), nil
+	})
+	return &np, err == nil
+}
+
+// annotateNamespace sets the namespace's template annotation, or removes it
+// when template is empty.
+func (d *demo) annotateNamespace(ctx context.Context, name, template string) error {
+	var ns corev1.Namespace
+	if err := d.env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	if template == "" {
+		delete(ns.Annotations, networkpolicies.AnnotationTemplate)
+	} else {
+		if ns.Annotations == nil {
+			ns.Annotations = map[string]string{}
+		}
+		ns.Annotations[networkpolicies.AnnotationTemplate] = template
+	}
+	return d.env.Client.Patch(ctx, &ns, patch)
 }
 
 // maxWorkersPolicyName is samples/policy.yaml's policy: its Rego package's

@@ -15,6 +15,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
@@ -37,7 +38,9 @@ type checkOptions struct {
 	policies    string
 	parameters  string
 	showPatches bool
-	output      string
+	// showNetworkPolicy prints the NetworkPolicy template each job gets.
+	showNetworkPolicy bool
+	output            string
 }
 
 func newCheckCommand() *cobra.Command {
@@ -88,6 +91,8 @@ Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
 	f.StringVar(&o.parameters, "parameters", "", parametersFlagUsage)
 	f.BoolVar(&o.eachFile, "each-file", false, "judge every file as a cluster of its own (a folder of samples), not all files as one cluster")
 	f.BoolVar(&o.showPatches, "show-patches", false, "also print the mutations admission would apply")
+	f.BoolVar(&o.showNetworkPolicy, "show-network-policy", false,
+		"also print which per-job NetworkPolicy template each MPI TrainJob gets (from its Namespace's and runtime's annotations, the controller's default flags) and what it leaves closed")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.BoolVar(&o.fromCluster, "from-cluster", false, "judge the TrainJobs in the live cluster kubectl would talk to, not in the documents given")
 	o.register(f)
@@ -135,6 +140,10 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{2, built.err}
 	}
 	ev := built.ev
+	if o.showNetworkPolicy {
+		np := networkpolicies.DefaultOptions()
+		ev.NetworkPolicies = &np
+	}
 	if !o.fromCluster {
 		if err := withCurated(clusters); err != nil {
 			return &exitError{2, err}

@@ -34,6 +34,12 @@ func TestCheckExitCodesAndOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	allowedYAML, err := os.ReadFile(samples + "max-duration/samples/allowed-default-deadline-set.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strictYAML := strings.Replace(string(allowedYAML), "  name: team-a\n",
+		"  name: team-a\n  annotations:\n    mpiguard.io/network-policy: job-isolated\n    mpiguard.io/network-policy-extra-egress: 52.216.0.0/15:443\n", 1)
 	cases := []struct {
 		name     string
 		opts     checkOptions
@@ -50,6 +56,13 @@ func TestCheckExitCodesAndOutput(t *testing.T) {
 			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED"},
 		{name: "patches shown", opts: checkOptions{files: []string{samples + "max-duration/samples/allowed-default-deadline-set.yaml"}, output: "text", showPatches: true},
 			wantOut: "patch  max-duration: spec.activeDeadlineSeconds = 86400"},
+		{name: "network policy shown", opts: checkOptions{files: []string{samples + "max-duration/samples/allowed-default-deadline-set.yaml"}, output: "text", showNetworkPolicy: true},
+			wantOut: "TrainJob team-a/resnet: ALLOWED\n" +
+				`  net    network policy "ingress-isolated" (controller default): no pod outside the job can connect to its Launcher and Workers; its pods may connect anywhere the namespace's other policies allow` + "\n"},
+		{name: "network policy the namespace chooses", opts: checkOptions{files: []string{"-"}, output: "text", showNetworkPolicy: true}, stdin: strictYAML,
+			wantOut: `  net    network policy "job-isolated" (Namespace "team-a"): no pod outside the job can connect to its Launcher and Workers; ` +
+				`its pods cannot connect outside the job except to cluster DNS (kube-system port 53) and 52.216.0.0/15:443: ` +
+				`object storage, registries and the Kubernetes API need mpiguard.io/network-policy-extra-egress` + "\n"},
 		{name: "unreadable file", opts: checkOptions{files: []string{"does-not-exist.yaml"}, output: "text"},
 			wantExit: 2, wantErr: "does-not-exist.yaml"},
 		{name: "invalid document", opts: checkOptions{files: []string{"-"}, output: "text"}, stdin: "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x}\nspec: {nonsense: 1}\n",

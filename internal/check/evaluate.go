@@ -16,6 +16,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/networkpolicies"
 )
 
 // Result is the admission outcome of one TrainJob.
@@ -32,6 +33,10 @@ type Result struct {
 	// Error is set when the TrainJob could not be evaluated (admission would
 	// reject it with this error).
 	Error string `json:"error,omitempty"`
+	// NetworkPolicy says which per-job NetworkPolicy template the job gets
+	// and what it leaves closed; set for governed jobs when the Evaluator
+	// describes NetworkPolicies.
+	NetworkPolicy string `json:"networkPolicy,omitempty"`
 }
 
 // Evaluator runs TrainJobs through the engine and renderer the webhooks use.
@@ -40,6 +45,18 @@ type Evaluator struct {
 	Renderer *render.Renderer
 	// User is the requester recorded in decisions.
 	User string
+	// NetworkPolicies, when set, are the per-job NetworkPolicy controller's
+	// options: each governed Result then says which template its job gets.
+	NetworkPolicies *networkpolicies.Options
+}
+
+// pipeline is the admission pipeline the Evaluator judges with.
+func (ev *Evaluator) pipeline() *pipeline.Pipeline {
+	p := pipeline.New(ev.Renderer, ev.Engine)
+	if ev.NetworkPolicies != nil {
+		p.DescribeNetworkPolicies(*ev.NetworkPolicies)
+	}
+	return p
 }
 
 // Evaluate decides every TrainJob of the cluster as a CREATE, in document
@@ -54,7 +71,7 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 		return nil, err
 	}
 	identify(c) // identity.go
-	p := pipeline.New(ev.Renderer, ev.Engine)
+	p := ev.pipeline()
 	reader := NewReader(c).(*clusterReader)
 	results := make([]Result, 0, len(c.TrainJobs))
 	for _, s := range c.TrainJobs {
@@ -85,6 +102,7 @@ func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
 	case v.Governed:
 		res.Governed, res.Allowed = true, v.Allowed()
 		res.Mutations = v.Mutation.Changes
+		res.NetworkPolicy = v.NetworkPolicy
 		if len(v.Decision.Violations) > 0 {
 			res.Violations = v.Decision.Violations
 		}

@@ -29,8 +29,8 @@ func (r *Result) Outcome() string {
 }
 
 // WriteText prints results for people: one line per TrainJob with its
-// outcome, then every violation (deny, warn, dryrun) and, with showPatches,
-// every mutation.
+// outcome, then every violation (deny, warn, dryrun), the NetworkPolicy the
+// job gets when the result says it and, with showPatches, every mutation.
 func WriteText(w io.Writer, results []Result, showPatches bool) error {
 	var b strings.Builder
 	for _, r := range results {
@@ -45,6 +45,9 @@ func WriteText(w io.Writer, results []Result, showPatches bool) error {
 		fmt.Fprintf(&b, "TrainJob %s: %s\n", r.TrainJob, r.Outcome())
 		for _, v := range r.Violations {
 			fmt.Fprintf(&b, "  %-6s %s: %s: %s\n", v.Action, v.Policy, v.Field, v.Message)
+		}
+		if r.NetworkPolicy != "" {
+			fmt.Fprintf(&b, "  %-6s %s\n", "net", r.NetworkPolicy)
 		}
 		if showPatches {
 			for _, c := range r.Mutations {

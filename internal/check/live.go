@@ -32,7 +32,7 @@ func (ev *Evaluator) EvaluateLive(ctx context.Context, jobs []SourcedTrainJob, c
 	if err := render.ApplyDefaults(objs...); err != nil {
 		return nil, &InputError{Source: "defaulting", Err: err}
 	}
-	p := pipeline.New(ev.Renderer, ev.Engine)
+	p := ev.pipeline()
 	clusters := map[string]pipeline.Cluster{}
 	results := make([]Result, 0, len(jobs))
 	for _, s := range jobs {

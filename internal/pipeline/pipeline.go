@@ -16,6 +16,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/networkpolicies"
 )
 
 // Stage is how much of admission a Run performs.
@@ -89,6 +90,11 @@ type Verdict struct {
 	Patch    []jsonpatch.JsonPatchOperation
 	// Decision: Validate and Admit.
 	Decision *engine.Decision
+	// NetworkPolicy says which per-job NetworkPolicy template the job gets
+	// and what it leaves closed (networkpolicies.Describe), for a CREATE;
+	// empty otherwise and when the pipeline describes none
+	// (DescribeNetworkPolicies not called).
+	NetworkPolicy string
 
 	// request is what the engine decides (for Judge) or decided (for
 	// Record); from is the pipeline's request it was prepared from.
@@ -112,6 +118,17 @@ type Pipeline struct {
 	// governed job started to be judged, in Unix nanoseconds: audit gives
 	// way to admission (LastAdmission).
 	admitted atomic.Int64
+	// networkPolicies are the per-job NetworkPolicy controller's options,
+	// nil when verdicts describe no NetworkPolicy.
+	networkPolicies *networkpolicies.Options
+}
+
+// DescribeNetworkPolicies makes every governed verdict of a CREATE say which
+// NetworkPolicy template the job gets under opts, the controller's options,
+// and what it leaves closed (Verdict.NetworkPolicy). Call it before the
+// pipeline is used.
+func (p *Pipeline) DescribeNetworkPolicies(opts networkpolicies.Options) {
+	p.networkPolicies = &opts
 }
 
 // New returns a pipeline rendering with r and judging with e.
@@ -219,6 +236,9 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	}
 	er := &engine.Request{Input: doc}
 	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er, from: req}
+	if p.networkPolicies != nil && req.Operation == engine.Create {
+		v.NetworkPolicy = networkpolicies.Describe(*p.networkPolicies, ns.Namespace, rt).String()
+	}
 	if stage == Validate {
 		return v, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/gang"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -331,5 +333,33 @@ func TestExemptNamespaceIsNotGoverned(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCreateSaysItsNetworkPolicy: with DescribeNetworkPolicies, a create's
+// verdict names the NetworkPolicy template its job gets, in every stage; an
+// update's (audit's) does not; without it, none does.
+func TestCreateSaysItsNetworkPolicy(t *testing.T) {
+	c := testCluster(t)
+	job := fixtures.TrainJob("team-a", "run", "gpu").NumNodes(2).NumProcPerNode(4).Obj()
+	ctx := context.Background()
+	if v, err := testPipeline(t).Run(ctx, c, &Request{Operation: engine.Create, TrainJob: job}, Admit); err != nil || v.NetworkPolicy != "" {
+		t.Fatalf("without DescribeNetworkPolicies: %q, %v; want none", v.NetworkPolicy, err)
+	}
+	p := testPipeline(t)
+	p.DescribeNetworkPolicies(networkpolicies.Options{DefaultTemplate: networkpolicies.TemplateJobIsolated})
+	want := `network policy "job-isolated" (controller default): no pod outside the job`
+	for _, stage := range []Stage{Mutate, Validate, Admit} {
+		v, err := p.Run(ctx, c, &Request{Operation: engine.Create, TrainJob: job}, stage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(v.NetworkPolicy, want) {
+			t.Errorf("%s: %q, want it to start with %q", stage, v.NetworkPolicy, want)
+		}
+	}
+	v, err := p.Run(ctx, c, &Request{Operation: engine.Update, TrainJob: job, OldTrainJob: job, Audit: true}, Validate)
+	if err != nil || !v.Governed || v.NetworkPolicy != "" {
+		t.Errorf("audit: governed %t, %q, %v; want governed, no network policy line", v.Governed, v.NetworkPolicy, err)
 	}
 }

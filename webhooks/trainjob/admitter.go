@@ -75,10 +75,15 @@ func refused(err error) *admission.Response {
 }
 
 // answer is the response to a verdict: denied with every denial, or
-// allowed, with the warnings either way.
+// allowed, with the warnings either way. An allowed create also hears which
+// NetworkPolicy template the job gets and what it leaves closed.
 func answer(v *pipeline.Verdict) admission.Response {
 	if !v.Allowed() {
 		return admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...)
 	}
-	return admission.Allowed("").WithWarnings(v.Warnings()...)
+	warnings := v.Warnings()
+	if v.NetworkPolicy != "" { // only a create's verdict has one
+		warnings = append(warnings, v.NetworkPolicy)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
 }

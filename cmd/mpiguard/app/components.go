@@ -74,7 +74,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Setup registers every enabled controller and webhook with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.TrainJobWebhooks {
-		if err := setupPolicies(ctx, mgr, opts.Policies, opts.Audit, opts.KueueAdmissionCheck); err != nil {
+		if err := setupPolicies(ctx, mgr, opts.Policies, opts.Audit, opts.KueueAdmissionCheck, opts.NetworkPolicies); err != nil {
 			return err
 		}
 	}

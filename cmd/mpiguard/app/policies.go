@@ -19,6 +19,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/reload"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
 
@@ -78,7 +79,7 @@ func (o PolicyOptions) decisionLog() (io.Writer, error) {
 
 // setupPolicies builds the renderer and the policy engine (once per process)
 // and serves the TrainJob webhooks with them; audit judges with the same.
-func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options, ko kueuecheck.Options) error {
+func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options, ko kueuecheck.Options, np networkpolicies.Options) error {
 	log, err := o.decisionLog()
 	if err != nil {
 		return err
@@ -112,6 +113,10 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	// One pipeline: what the webhooks decide and what audit reports come
 	// from the same code and share its cache of stored jobs' renders.
 	p := pipeline.New(renderer, eng)
+	if np.Enabled {
+		// A create hears the NetworkPolicy template its job gets.
+		p.DescribeNetworkPolicies(np)
+	}
 	if err := setupAudit(mgr, p, loader, o.Namespace, ao); err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ func TestControlPlaneDoesNotOutliveMpiguardDev(t *testing.T) {
 	t.Run("demo, then Ctrl-C with stdout closed", func(t *testing.T) {
 		dev := startDev(t, devCmd(t), assets)
 		expectQuotaLoop(t, dev.out)
+		expectNetworkVerdicts(t, dev.out)
 		// tee dies of the Ctrl-C first: mpiguard-dev's next line meets a
 		// closed pipe.
 		dev.closeStdout()
@@ -330,6 +331,23 @@ func (p proc) alive() bool {
 }
 
 func (p proc) String() string { return fmt.Sprintf("%s (pid %d)", p.name, p.pid) }
+
+// expectNetworkVerdicts fails unless the demo shows the NetworkPolicy
+// matcher's verdicts on a Worker reaching an outside S3 address
+// (cmd/mpiguard-dev/demo.go, showNetworkPolicy): allowed under the default
+// template, refused under the strict one.
+func expectNetworkVerdicts(t *testing.T, out []string) {
+	t.Helper()
+	all := strings.Join(out, "\n")
+	for _, want := range []string{
+		"a Worker → S3 52.216.8.10:443, under template ingress-isolated: allowed",
+		"the same connection under template job-isolated: refused (egress of the source)",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("mpiguard-dev's demo does not show %q:\n%s", want, all)
+		}
+	}
+}
 
 // expectQuotaLoop fails unless mpiguard-dev's output shows each step of the
 // quota loop (cmd/mpiguard-dev/loop.go), in order.

@@ -10,11 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -25,6 +27,13 @@ func serveArgsOf(dir string) []string {
 	GinkgoHelper()
 	objs, err := framework.KustomizeBuild(dir)
 	Expect(err).NotTo(HaveOccurred())
+	return mpiguardArgs(dir, objs)
+}
+
+// mpiguardArgs returns the arguments of the mpiguard container of the
+// Deployment among objs, what renders them.
+func mpiguardArgs(what string, objs []*unstructured.Unstructured) []string {
+	GinkgoHelper()
 	for _, o := range objs {
 		if o.GetKind() != "Deployment" {
 			continue
@@ -37,7 +46,7 @@ func serveArgsOf(dir string) []string {
 			}
 		}
 	}
-	Fail(dir + " renders no Deployment with an mpiguard container")
+	Fail(what + " renders no Deployment with an mpiguard container")
 	return nil
 }
 
@@ -93,7 +102,7 @@ var _ = Describe("the per-job NetworkPolicy's cluster DNS", func() {
 			}
 		})
 
-		isolatedRT := fixtures.MPIRuntime("np-dns-" + ns).Cluster()
+		isolatedRT := fixtures.MPIRuntime("np-dns-"+ns).Annotation("mpiguard.io/network-policy", "job-isolated").Cluster()
 		createRuntime(ctx, isolatedRT)
 		isolated := createJob(ctx, fixtures.TrainJob(ns, "resolve", isolatedRT.Name).Obj())
 		restrictedRT := fixtures.MPIRuntime("np-dns-restricted-"+ns).Annotation("mpiguard.io/network-policy", "restricted").Cluster()
@@ -108,5 +117,52 @@ var _ = Describe("the per-job NetworkPolicy's cluster DNS", func() {
 		Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())
 		expectPolicy(ctx, isolated, "job-isolated", jobIsolated("resolve"))
 		expectPolicy(ctx, ring, "restricted", restricted("ring", 2222, 50000, 50999))
+	})
+})
+
+// Upgrading from a release whose default was job-isolated: the flag keeps the
+// old default; without it the same jobs' policies widen to ingress-isolated
+// (docs/operations.md, "Upgrading").
+var _ = Describe("the default template across an upgrade", func() {
+	It("is what the Helm chart's jobNetworkPolicies values set, through mpiguard serve's flags", func() {
+		objs, err := framework.HelmTemplate("mpiguard", "mpiguard-system", map[string]any{"jobNetworkPolicies": map[string]any{
+			"defaultTemplate": "job-isolated",
+			"extraIngress":    "monitoring/app.kubernetes.io/name=prometheus:9090",
+			"extraEgress":     "52.216.0.0/15:443",
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		np := componentsFromArgs(mpiguardArgs("the Helm chart", objs)).NetworkPolicies
+		Expect(np.DefaultTemplate).To(Equal(networkpolicies.TemplateJobIsolated))
+		Expect(np.ExtraIngress).To(ConsistOf(networkpolicies.IngressSource{Namespace: "monitoring",
+			LabelKey: "app.kubernetes.io/name", LabelValue: "prometheus", Ports: networkpolicies.PortRange{Start: 9090}}))
+		Expect(np.ExtraEgress).To(ConsistOf(networkpolicies.EgressRule{CIDR: "52.216.0.0/15", Protocol: corev1.ProtocolTCP,
+			Ports: networkpolicies.PortRange{Start: 443}}))
+
+		By("without the values: the default")
+		objs, err = framework.HelmTemplate("mpiguard", "mpiguard-system", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(componentsFromArgs(mpiguardArgs("the Helm chart", objs)).NetworkPolicies.DefaultTemplate).To(BeEmpty(), "no flag: the controller's default, %s", networkpolicies.DefaultTemplate)
+	})
+
+	It("stays job-isolated with --network-policy-default-template=job-isolated and widens to ingress-isolated without it", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+
+		By("restarting mpiguard with the flag that keeps the old default")
+		Expect(env.RestartManagers(ctx, componentsFromArgs([]string{"--network-policy-default-template=job-isolated"}))).To(Succeed())
+		defaults := false
+		DeferCleanup(func(ctx context.Context) {
+			if !defaults {
+				Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())
+			}
+		})
+		rt := fixtures.MPIRuntime("np-upgrade-" + ns).Cluster()
+		createRuntime(ctx, rt)
+		job := createJob(ctx, fixtures.TrainJob(ns, "kept", rt.Name).Obj())
+		expectPolicy(ctx, job, "job-isolated", jobIsolated("kept"))
+
+		By("restarting mpiguard with the default flags: the policy is rewritten to the new default")
+		defaults = true
+		Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("kept"))
 	})
 })

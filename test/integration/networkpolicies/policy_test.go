@@ -18,6 +18,10 @@ import (
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
+func ingressIsolated(job string) networkingv1.NetworkPolicySpec {
+	return fixtures.IngressIsolatedNetworkPolicySpec(job)
+}
+
 func jobIsolated(job string) networkingv1.NetworkPolicySpec {
 	return fixtures.JobIsolatedNetworkPolicySpec(job)
 }
@@ -75,12 +79,12 @@ var _ = Describe("the per-job NetworkPolicy", func() {
 		ns = env.Namespace(ctx, nil)
 	})
 
-	It("is job-isolated by default: exact selectors, DNS ports and a controller owner reference", func(ctx context.Context) {
+	It("is ingress-isolated by default: only the job's pods in, egress left out, and a controller owner reference", func(ctx context.Context) {
 		rt := fixtures.MPIRuntime("np-default-" + ns).Cluster()
 		createRuntime(ctx, rt)
 		job := createJob(ctx, fixtures.TrainJob(ns, "pi", rt.Name).NumNodes(2).Obj())
 
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("pi"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("pi"))
 		Eventually(eventReasons(ctx, ns, "pi")).WithTimeout(timeout).Should(ContainElement("NetworkPolicyCreated"))
 	})
 
@@ -89,7 +93,7 @@ var _ = Describe("the per-job NetworkPolicy", func() {
 		createRuntime(ctx, rt)
 		job := createJob(ctx, fixtures.TrainJob(ns, "queued", rt.Name).Suspend(true).Obj())
 
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("queued"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("queued"))
 	})
 
 	It("is restricted with the runtime's sshd port and worker range when the runtime asks for it", func(ctx context.Context) {
@@ -143,6 +147,33 @@ egress:
 		expectPolicy(ctx, job, "job-isolated", spec)
 	})
 
+	It("lets in the sources the namespace's extra ingress names, in every template", func(ctx context.Context) {
+		annotateNamespace(ctx, ns, "mpiguard.io/network-policy-extra-ingress", "monitoring/app.kubernetes.io/name=prometheus:9090, ingress-nginx:6006")
+		rt := fixtures.MPIRuntime("np-ingress-" + ns).Cluster()
+		createRuntime(ctx, rt)
+		job := createJob(ctx, fixtures.TrainJob(ns, "board", rt.Name).Obj())
+
+		extra := fixtures.NetworkPolicySpecYAML(`
+ingress:
+- from:
+  - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}
+    podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}
+  ports: [{protocol: TCP, port: 9090}]
+- from:
+  - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ingress-nginx}}
+  ports: [{protocol: TCP, port: 6006}]
+`).Ingress
+		spec := ingressIsolated("board")
+		spec.Ingress = append(spec.Ingress, extra...)
+		expectPolicy(ctx, job, "ingress-isolated", spec)
+
+		By("switching the namespace to the strict template: the same sources, and egress isolated")
+		annotateNamespace(ctx, ns, "mpiguard.io/network-policy", "job-isolated")
+		spec = jobIsolated("board")
+		spec.Ingress = append(spec.Ingress, extra...)
+		expectPolicy(ctx, job, "job-isolated", spec)
+	})
+
 	It("is written for no TrainJob whose runtime is not MPI", func(ctx context.Context) {
 		torch := fixtures.TorchRuntime("np-torch-" + ns).Cluster()
 		createRuntime(ctx, torch)
@@ -154,7 +185,7 @@ egress:
 		mpi := fixtures.MPIRuntime("np-torch-control-" + ns).Cluster()
 		createRuntime(ctx, mpi)
 		control := createJob(ctx, fixtures.TrainJob(ns, "control", mpi.Name).Obj())
-		expectPolicy(ctx, control, "job-isolated", jobIsolated("control"))
+		expectPolicy(ctx, control, "ingress-isolated", ingressIsolated("control"))
 
 		Consistently(policyOf(ctx, ns, "torch")).WithTimeout(quiet).Should(BeNil())
 		var list networkingv1.NetworkPolicyList
@@ -170,7 +201,7 @@ egress:
 		// As above: the later job's policy says the controller has reached
 		// this namespace, so the dispatched job's absence means "decided no".
 		control := createJob(ctx, fixtures.TrainJob(ns, "control", mpi.Name).Obj())
-		expectPolicy(ctx, control, "job-isolated", jobIsolated("control"))
+		expectPolicy(ctx, control, "ingress-isolated", ingressIsolated("control"))
 
 		Consistently(policyOf(ctx, ns, "dispatched")).WithTimeout(quiet).Should(BeNil())
 	})
@@ -179,7 +210,7 @@ egress:
 		rt := fixtures.MPIRuntime("np-delete-" + ns).Cluster()
 		createRuntime(ctx, rt)
 		job := createJob(ctx, fixtures.TrainJob(ns, "phoenix", rt.Name).Obj())
-		first := expectPolicy(ctx, job, "job-isolated", jobIsolated("phoenix"))
+		first := expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("phoenix"))
 		repaired := changes("repaired")
 
 		seen := map[string]bool{string(first.UID): true}
@@ -192,7 +223,7 @@ egress:
 				g.Expect(p).NotTo(BeNil())
 				g.Expect(seen).NotTo(HaveKey(string(p.UID)), "still the deleted object")
 			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-			p := expectPolicy(ctx, job, "job-isolated", jobIsolated("phoenix"))
+			p := expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("phoenix"))
 			seen[string(p.UID)] = true
 			Eventually(changes).WithArguments("repaired").WithTimeout(timeout).Should(Equal(repaired+float64(i)), "repairs counted")
 		}
@@ -235,7 +266,7 @@ egress:
 		rt := fixtures.MPIRuntime("np-switch-" + ns).Cluster()
 		createRuntime(ctx, rt)
 		job := createJob(ctx, fixtures.TrainJob(ns, "switch", rt.Name).Obj())
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("switch"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("switch"))
 
 		By("switching the namespace to restricted with its own ports")
 		annotateNamespace(ctx, ns, "mpiguard.io/network-policy", "restricted",
@@ -250,14 +281,14 @@ egress:
 
 		By("removing the namespace annotation: back to the default")
 		annotateNamespace(ctx, ns, "mpiguard.io/network-policy", "")
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("switch"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("switch"))
 	})
 
 	It("follows a change of the runtime's annotation", func(ctx context.Context) {
 		rt := fixtures.MPIRuntime("np-rt-switch-" + ns).Cluster()
 		createRuntime(ctx, rt)
 		job := createJob(ctx, fixtures.TrainJob(ns, "rtswitch", rt.Name).Obj())
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("rtswitch"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("rtswitch"))
 
 		patch := client.MergeFrom(rt.DeepCopy())
 		rt.Annotations = map[string]string{"mpiguard.io/network-policy": "restricted", "mpiguard.io/network-policy-worker-ports": "41000"}
@@ -270,7 +301,7 @@ egress:
 		rt := fixtures.MPIRuntime("np-demote-" + ns).Cluster()
 		createRuntime(ctx, rt)
 		job := createJob(ctx, fixtures.TrainJob(ns, "demoted", rt.Name).Obj())
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("demoted"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("demoted"))
 
 		By("deleting the runtime: the policy stays (failing open is not an option) and the job is told why")
 		Expect(env.Client.Delete(ctx, rt)).To(Succeed())
@@ -302,7 +333,7 @@ egress:
 
 		By("deleting their policy: the job gets its own")
 		Expect(env.Client.Delete(ctx, p)).To(Succeed())
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("taken"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("taken"))
 	})
 
 	It("warns on the job about a bad annotation and falls back to the default template", func(ctx context.Context) {
@@ -311,8 +342,8 @@ egress:
 		createRuntime(ctx, rt)
 		job := createJob(ctx, fixtures.TrainJob(ns, "typo", rt.Name).Obj())
 
-		expectPolicy(ctx, job, "job-isolated", jobIsolated("typo"))
+		expectPolicy(ctx, job, "ingress-isolated", ingressIsolated("typo"))
 		Eventually(eventNotes(ctx, ns, "typo", "InvalidNetworkPolicyAnnotation")).WithTimeout(timeout).Should(ContainElement(
-			fmt.Sprintf(`Namespace %q annotation mpiguard.io/network-policy: "restrictd" is not a network policy template; use one of "job-isolated", "restricted" or "off"; using the controller default "job-isolated" until it is fixed`, ns)))
+			fmt.Sprintf(`Namespace %q annotation mpiguard.io/network-policy: "restrictd" is not a network policy template; use one of "ingress-isolated", "job-isolated", "restricted" or "off"; using the controller default "ingress-isolated" until it is fixed`, ns)))
 	})
 })

@@ -60,7 +60,7 @@ NetworkPolicies scale baseline: %d MPI TrainJobs, whole mpiguard with the Networ
 		By("waiting until every job has exactly its policy")
 		var converged time.Duration
 		Eventually(func(g Gomega) {
-			g.Expect(correctPolicies(ctx, g, ns, uids, jobIsolated)).To(Equal(n))
+			g.Expect(correctPolicies(ctx, g, ns, uids, ingressIsolated)).To(Equal(n))
 			converged = time.Since(start)
 		}).WithTimeout(10 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 

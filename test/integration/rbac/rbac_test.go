@@ -134,7 +134,7 @@ var _ = Describe("mpiguard under exactly the RBAC config/default ships", func() 
 		var first networkingv1.NetworkPolicy
 		Eventually(func(g Gomega) {
 			g.Expect(env.Client.Get(ctx, key, &first)).To(Succeed())
-			g.Expect(first.Spec).To(BeComparableTo(fixtures.JobIsolatedNetworkPolicySpec("pi")))
+			g.Expect(first.Spec).To(BeComparableTo(fixtures.IngressIsolatedNetworkPolicySpec("pi")))
 			g.Expect(first.OwnerReferences).To(HaveLen(1))
 			g.Expect(first.OwnerReferences[0].UID).To(Equal(job.UID))
 		}).WithTimeout(timeout).Should(Succeed())

@@ -1,0 +1,5 @@
+package kube
+
+const (
+	DefaultNamespaceLabel = "kubernetes.io/metadata.name"
+)
