@@ -300,9 +300,9 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 		b.Fatal(err)
 	}
 	parts := quota.PartsOf(prepared.View)
-	holders := make([]engine.Reservation, 250)
+	holders := make([]quota.Reservation, 250)
 	for i := range holders {
-		holders[i] = engine.Reservation{TrainJob: fmt.Sprintf("team-eu/held-%03d", i), UID: types.UID(fmt.Sprint(i)), Parts: parts}
+		holders[i] = quota.Reservation{TrainJob: fmt.Sprintf("team-eu/held-%03d", i), UID: types.UID(fmt.Sprint(i)), Parts: parts}
 	}
 	for _, tc := range []struct {
 		name  string

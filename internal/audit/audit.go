@@ -15,7 +15,7 @@ import (
 )
 
 // ReservationReader reads a namespace's QuotaReservation
-// (reservations.Store.Get; a namespace without one reads as empty).
+// (store.Store.Get in internal/reservations/store; a namespace without one reads as empty).
 type ReservationReader interface {
 	Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error)
 }
@@ -165,7 +165,7 @@ func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Holders, state.Uncounted), nil
+	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Reservations, state.Uncounted), nil
 }
 
 // sortResults orders results by kind, namespace, name and policy: reports

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations"
 	"github.com/mpiguard/mpiguard/runtimes/template"
@@ -105,7 +106,7 @@ func Running(job *trainer.TrainJob, existing reservations.Existing) bool {
 // and new not: would it fit if it started now. The decision log is for
 // admissions: RecordLater, and audit never records.
 func Request(job *trainer.TrainJob, running bool) *pipeline.Request {
-	if reservations.Finished(job) || !job.DeletionTimestamp.IsZero() {
+	if jobstate.Finished(job) || !job.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	req := &pipeline.Request{Operation: engine.Update, TrainJob: job, OldTrainJob: job, Audit: true, RecordLater: true}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
@@ -61,13 +62,13 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 		tj := s.TrainJob
 		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
 		v, err := p.Run(ctx, reader, req, pipeline.Admit)
-		if err == nil && v.Governed && pipeline.StartsPods(req) {
+		if err == nil && v.Governed && jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
 			// The validating webhook reads what earlier jobs hold before
 			// deciding; one it cannot render fails the decision.
 			err = reader.unrenderable[tj.Namespace]
 		}
 		res := resultOf(s, v, err)
-		if res.Error == "" && res.Allowed && pipeline.StartsPods(req) {
+		if res.Error == "" && res.Allowed && jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
 			reader.hold(ctx, p, tj, v)
 		}
 		results = append(results, res)
@@ -97,14 +98,14 @@ func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
 // NewReader is the cluster the documents describe, as the pipeline reads it,
 // nothing reserved.
 func NewReader(c *Cluster) pipeline.Cluster {
-	return &clusterReader{Cluster: c, reserved: map[string][]engine.Reservation{}, unrenderable: map[string]error{}}
+	return &clusterReader{Cluster: c, reserved: map[string][]quota.Reservation{}, unrenderable: map[string]error{}}
 }
 
 // clusterReader is the cluster the documents describe, as the pipeline
 // reads it, with the jobs admitted so far reserved.
 type clusterReader struct {
 	*Cluster
-	reserved map[string][]engine.Reservation
+	reserved map[string][]quota.Reservation
 	// unrenderable is, per namespace, why a job created earlier that holds
 	// quota could not be rendered.
 	unrenderable map[string]error
@@ -125,7 +126,7 @@ func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trai
 		}
 	}
 	key := tj.Namespace + "/" + tj.Name
-	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], engine.Reservation{TrainJob: key, UID: tj.UID, Parts: quota.PartsOf(view)})
+	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], quota.Reservation{TrainJob: key, UID: tj.UID, Parts: quota.PartsOf(view)})
 }
 
 var _ pipeline.Cluster = (*clusterReader)(nil)

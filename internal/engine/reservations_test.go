@@ -43,7 +43,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 	// What admission does: serialise decisions in the namespace and
 	// pass the admitted-but-not-visible jobs as Reserved.
 	var mu sync.Mutex
-	var inflight []Reservation
+	var inflight []quota.Reservation
 	q := corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("40")}},
@@ -69,7 +69,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 				return
 			}
 			if d.Allowed {
-				inflight = append(inflight, Reservation{TrainJob: "team-a/" + req.TrainJob.Name, Parts: quota.PartsOf(req.View)})
+				inflight = append(inflight, quota.Reservation{TrainJob: "team-a/" + req.TrainJob.Name, Parts: quota.PartsOf(req.View)})
 				admitted.Add(1)
 			} else {
 				denied.Add(1)

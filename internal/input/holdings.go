@@ -12,7 +12,7 @@ import (
 )
 
 // Holdings is what a namespace's admitted jobs whose pods do not exist yet
-// (quota.Holder) hold of each of its ResourceQuotas, as the policy input
+// (quota.Reservation) hold of each of its ResourceQuotas, as the policy input
 // shows it: input.quotas[].reserved and reservedBy, each demand's held,
 // heldDisplay and heldBy, and the held amounts input.job.objects reads. It
 // carries with the quotas what of their status.used their controller had
@@ -29,7 +29,7 @@ import (
 // while it is in use.
 type Holdings struct {
 	quotas    []corev1.ResourceQuota
-	holders   []quota.Holder
+	holders   []quota.Reservation
 	uncounted Uncounted
 
 	once sync.Once
@@ -38,7 +38,7 @@ type Holdings struct {
 
 // quotaHoldings is what the holders hold of one quota.
 type quotaHoldings struct {
-	held       map[corev1.ResourceName]*quota.Held // quota.Reserved
+	held       map[corev1.ResourceName]*quota.Reserved // quota.Reserved
 	reserved   map[string]quantityInput
 	reservedBy []string
 	// names are the demand parts, per quota resource name the quota charges
@@ -60,7 +60,7 @@ type heldPart struct {
 // NewHoldings returns what holders hold of quotas, built when first read;
 // uncounted is what the quotas' status.used includes of pods their
 // controller had not counted (Source.Uncounted).
-func NewHoldings(quotas []corev1.ResourceQuota, holders []quota.Holder, uncounted Uncounted) *Holdings {
+func NewHoldings(quotas []corev1.ResourceQuota, holders []quota.Reservation, uncounted Uncounted) *Holdings {
 	return &Holdings{quotas: quotas, holders: holders, uncounted: uncounted}
 }
 
@@ -79,9 +79,9 @@ func (h *Holdings) quota(i int) *quotaHoldings {
 
 // held returns, per quota, what the holders hold of each resource name
 // (quota.Reserved): what input.job.objects compares object counts with.
-func (h *Holdings) held() []map[corev1.ResourceName]*quota.Held {
+func (h *Holdings) held() []map[corev1.ResourceName]*quota.Reserved {
 	h.once.Do(h.build)
-	out := make([]map[corev1.ResourceName]*quota.Held, len(h.of))
+	out := make([]map[corev1.ResourceName]*quota.Reserved, len(h.of))
 	for i := range h.of {
 		out[i] = h.of[i].held
 	}
@@ -109,7 +109,7 @@ func (h *Holdings) build() {
 }
 
 // heldPartOf is what holders hold of a quota resource name of resource res.
-func heldPartOf(res string, held *quota.Held) *heldPart {
+func heldPartOf(res string, held *quota.Reserved) *heldPart {
 	total, by := new(big.Int), []heldByInput{}
 	if held != nil {
 		total = quota.Milli(held.Total)
@@ -123,8 +123,8 @@ func heldPartOf(res string, held *quota.Held) *heldPart {
 
 // reservedFor is what holders hold of quota q per resource name, and the
 // holders that hold any of it, in the order given (input.quotas[].reservedBy).
-func reservedFor(q *corev1.ResourceQuota, holders []quota.Holder) (map[corev1.ResourceName]*quota.Held, []string) {
-	held := quota.Reserved(q, holders)
+func reservedFor(q *corev1.ResourceQuota, holders []quota.Reservation) (map[corev1.ResourceName]*quota.Reserved, []string) {
+	held := quota.ReservedOf(q, holders)
 	holding := map[string]bool{}
 	for _, h := range held {
 		for _, b := range h.By {

@@ -49,7 +49,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 	req := &Source{
 		View:   view(3, "high"),
 		Quotas: []corev1.ResourceQuota{q0},
-		Reserved: []quota.Holder{
+		Reserved: []quota.Reservation{
 			{TrainJob: "a/selected", Parts: quota.PartsOf(view(2, "high"))},
 			{TrainJob: "a/other-class", Parts: quota.PartsOf(view(5, "low"))},
 		},
@@ -148,7 +148,7 @@ func TestDemandAmountsExact(t *testing.T) {
 	req := mpiSource("team-a", 2)
 	req.View.ReplicatedJobs[1].PerPod = render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse("8Pi")}}
 	req.Quotas = []corev1.ResourceQuota{q}
-	req.Reserved = []quota.Holder{{TrainJob: "a/held", Parts: quota.PartsOf(held)}}
+	req.Reserved = []quota.Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(held)}}
 	d := quotasDoc(t, req)[0].(map[string]any)["demand"].(map[string]any)["requests.memory"].(map[string]any)
 	eightPiMilli := new(big.Int).Mul(big.NewInt(9007199254740992), big.NewInt(1000))
 	want := map[string]any{
@@ -231,7 +231,7 @@ func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holders := []quota.Holder{{TrainJob: "team-a/other", Parts: quota.PartsOf(src.View)}}
+	holders := []quota.Reservation{{TrainJob: "team-a/other", Parts: quota.PartsOf(src.View)}}
 	other := *src
 	other.Quotas, other.Reserved = q("16"), holders
 	want, err := New(&other)

@@ -48,7 +48,7 @@ type Source struct {
 	// admitted whose pods do not exist yet, and submits being admitted right
 	// now. They are added to each quota's status.used. Do not include
 	// TrainJob itself.
-	Reserved []quota.Holder
+	Reserved []quota.Reservation
 
 	// Runtime is the metadata of the (Cluster)TrainingRuntime the job uses, so
 	// policies can key on runtime labels and annotations.

@@ -24,7 +24,7 @@ import (
 	kueueac "sigs.k8s.io/kueue/pkg/util/admissioncheck"
 
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // RBAC (ClusterRole: Workloads are in every namespace that queues jobs; the
@@ -88,7 +88,7 @@ type Reconciler struct {
 	pipeline *pipeline.Pipeline
 	// admitter decides the resume and reserves its quota, as the
 	// validating webhook does for the resume itself.
-	admitter *reservations.Admitter
+	admitter *admit.Admitter
 	recorder events.EventRecorder
 	opts     Options
 	clock    clock.Clock
@@ -108,7 +108,7 @@ const rejectedSize = 1024
 // AdmissionChecks. p is the admission pipeline, admitter the quota
 // reservation transaction the webhooks share. It returns ErrNoKueue when
 // Kueue's CRDs are not installed.
-func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *reservations.Admitter, opts Options) error {
+func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *admit.Admitter, opts Options) error {
 	// Kueue counts requeueAfterSeconds in whole seconds: less than one would
 	// requeue a Retry Workload at once, reserving and releasing it in a loop.
 	if opts.RetryBackoff < time.Second {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // evaluate judges the resume Kueue will make of the Workload's TrainJob and,
@@ -51,7 +51,7 @@ func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome
 // judgeReserving decides the request (stage Admit: mpiguard's mutations of
 // the update applied, then every policy) through the quota reservation
 // transaction the validating webhook uses for the resume itself
-// (reservations.Admitter): judged against the namespace's quotas and, when
+// (admit.Admitter): judged against the namespace's quotas and, when
 // allowed, its reservation written. A denial is judged once more against
 // the namespace idle to tell a busy quota (Retry) from a job that can never
 // run as it is (Rejected).
@@ -60,7 +60,7 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.admitter.Admit(ctx, reservations.Request{Job: req, Prepared: prepared})
+	res, err := r.admitter.Admit(ctx, admit.Request{Job: req, Prepared: prepared})
 	if err != nil {
 		return nil, err
 	}

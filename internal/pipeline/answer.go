@@ -55,7 +55,7 @@ func plural(n int, one, many string) string {
 
 // deferDenials turns the denials of an update to a job that stays suspended
 // into warnings that say so. Such a job runs nothing, and its resume is
-// judged in full (StartsPods), so what a policy denies is denied then. Until
+// judged in full (jobstate.StartsPods), so what a policy denies is denied then. Until
 // then nothing blocks updates of a suspended job: Kueue, after suspending a
 // job it preempts, resets its own runtime patch in a second update, which a
 // policy tightened since the job was admitted must not refuse. The user hears

@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/gang"
 	"github.com/mpiguard/mpiguard/internal/input"
+	"github.com/mpiguard/mpiguard/internal/quota"
 )
 
 // Cluster is what a decision reads of the cluster. The webhooks read the
@@ -56,21 +56,21 @@ type Namespace struct {
 	// Reserved are the admitted jobs quotas do not count yet (their pods do
 	// not exist yet): each is counted on top of status.used. The job being
 	// decided may be among them; it is left out of its own decision.
-	Reserved []engine.Reservation
+	Reserved []quota.Reservation
 }
 
 // WithQuotaState returns a Cluster that reads like c, except that every
 // namespace has quotas, reserved and uncounted as its ResourceQuotas,
 // reservations and what their status.used includes uncounted: what one
 // round of quota decisions read (internal/reservations/transaction.go).
-func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation, uncounted input.Uncounted) Cluster {
+func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []quota.Reservation, uncounted input.Uncounted) Cluster {
 	return quotaState{Cluster: c, quotas: quotas, reserved: reserved, uncounted: uncounted}
 }
 
 type quotaState struct {
 	Cluster
 	quotas    []corev1.ResourceQuota
-	reserved  []engine.Reservation
+	reserved  []quota.Reservation
 	uncounted input.Uncounted
 }
 
@@ -88,9 +88,9 @@ func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, err
 // being decided replaces its own. A create under the name of a live job has
 // another UID (the apiserver will refuse it as AlreadyExists): it is decided
 // against everything the live job holds, never in its place.
-func WithoutJob(reserved []engine.Reservation, job *trainer.TrainJob) []engine.Reservation {
+func WithoutJob(reserved []quota.Reservation, job *trainer.TrainJob) []quota.Reservation {
 	key := job.Namespace + "/" + job.Name
-	out := make([]engine.Reservation, 0, len(reserved))
+	out := make([]quota.Reservation, 0, len(reserved))
 	for _, r := range reserved {
 		if r.TrainJob != key || (r.UID != "" && r.UID != job.UID) {
 			out = append(out, r)

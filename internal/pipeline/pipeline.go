@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/input"
+	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
 
@@ -256,7 +258,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 // nor the reserved jobs may change while it is in use.
 type QuotaState struct {
 	Quotas   []corev1.ResourceQuota
-	Reserved []engine.Reservation
+	Reserved []quota.Reservation
 	// Uncounted is what of the quotas' status.used their controller had not
 	// counted (input.Uncounted): shown in denials, not added again.
 	Uncounted input.Uncounted
@@ -265,7 +267,7 @@ type QuotaState struct {
 
 // NewQuotaState returns the state of quotas, reserved and uncounted, their
 // holdings shared by the jobs judged against it.
-func NewQuotaState(quotas []corev1.ResourceQuota, reserved []engine.Reservation, uncounted input.Uncounted) *QuotaState {
+func NewQuotaState(quotas []corev1.ResourceQuota, reserved []quota.Reservation, uncounted input.Uncounted) *QuotaState {
 	return &QuotaState{Quotas: quotas, Reserved: reserved, Uncounted: uncounted, holdings: input.NewHoldings(quotas, reserved, uncounted)}
 }
 
@@ -308,7 +310,7 @@ func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *QuotaState) (*V
 // judge is the validating step of Judge: the engine's decision on er, with
 // the denials of an update that leaves the job suspended deferred.
 func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) (*engine.Decision, error) {
-	deferred := staysSuspended(req.OldTrainJob, er.Input.Source().TrainJob)
+	deferred := jobstate.StaysSuspended(req.OldTrainJob, er.Input.Source().TrainJob)
 	er.RecordLater = req.RecordLater || deferred
 	d, err := p.engine.Decide(ctx, er)
 	if err != nil {
@@ -340,7 +342,7 @@ func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request)
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
-	if req.OldTrainJob != nil && !req.Audit && (!specChanged(req.OldTrainJob, req.TrainJob) || onlySuspends(req.OldTrainJob, req.TrainJob)) {
+	if req.OldTrainJob != nil && !req.Audit && (!jobstate.SpecChanged(req.OldTrainJob, req.TrainJob) || jobstate.OnlySuspends(req.OldTrainJob, req.TrainJob)) {
 		return nil, nil
 	}
 	rt, err := req.runtimeOf(ctx, c)

@@ -200,7 +200,7 @@ func TestReservedLeavesOutTheJobDecided(t *testing.T) {
 		{"team-a/run", true},    // its own reservation: left out
 		{"team-a/other", false}, // another job holding as much: 24 of 16
 	} {
-		held := WithQuotaState(c, c.ns.Quotas, []engine.Reservation{{TrainJob: tc.holder, Parts: parts}}, nil)
+		held := WithQuotaState(c, c.ns.Quotas, []quota.Reservation{{TrainJob: tc.holder, Parts: parts}}, nil)
 		v, err := p.Run(ctx, held, &Request{Operation: engine.Create, TrainJob: job}, Admit)
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +244,7 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	}
 	parts := quota.PartsOf(first.View)
 	for _, holder := range []string{"team-a/run", "team-a/other"} {
-		reserved := []engine.Reservation{{TrainJob: holder, Parts: parts}}
+		reserved := []quota.Reservation{{TrainJob: holder, Parts: parts}}
 		want, err := p.Run(ctx, WithQuotaState(c, c.ns.Quotas, reserved, nil), req, Admit)
 		if err != nil {
 			t.Fatal(err)

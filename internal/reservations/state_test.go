@@ -18,6 +18,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
 
@@ -80,7 +81,7 @@ func TestReadState(t *testing.T) {
 		"team-a/unreserved":   {1, 2}, // rendered: nothing of it exists
 		"team-a/half-started": {1},    // one Worker of two exists; the launcher runs
 	}
-	if d := cmp.Diff(want, heldPods(state.Holders)); d != "" {
+	if d := cmp.Diff(want, heldPods(state.Reservations)); d != "" {
 		t.Errorf("holders (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{"half-started", "unreserved"}, rendered); d != "" {
@@ -105,7 +106,7 @@ func TestReadState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := cmp.Diff(map[string][]int32{"team-a/reserved": {1, 3}}, heldPods(state.Holders)); d != "" {
+		if d := cmp.Diff(map[string][]int32{"team-a/reserved": {1, 3}}, heldPods(state.Reservations)); d != "" {
 			t.Errorf("holders (-want +got):\n%s", d)
 		}
 	})
@@ -160,4 +161,44 @@ func TestSynced(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWithUncounted(t *testing.T) {
+	quotas := []corev1.ResourceQuota{
+		usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4", "pods", "2")),
+		usedQuota("other", list("pods", "10"), nil),
+	}
+	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Uncounted: []v1alpha1.UncountedUsage{
+		{ResourceQuota: "q", Usage: list("requests.nvidia.com/gpu", "4", "pods", "1")},
+		{ResourceQuota: "gone", Usage: list("pods", "1")},
+		{ResourceQuota: "other", Usage: list("pods", "1")},
+	}}}
+	added := withUncounted(quotas, res)
+	if diff := cmp.Diff(input.Uncounted{"q": res.Spec.Uncounted[0].Usage, "other": res.Spec.Uncounted[2].Usage}, added); diff != "" {
+		t.Errorf("what was added, by quota (-want +got):\n%s", diff)
+	}
+	got := map[string]string{}
+	for _, q := range quotas {
+		for name, v := range q.Status.Used {
+			got[q.Name+" "+string(name)] = v.String()
+		}
+	}
+	want := map[string]string{"q requests.nvidia.com/gpu": "8", "q pods": "3", "other pods": "1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status.used (-want +got):\n%s", diff)
+	}
+}
+
+// usedQuota is ResourceQuota team-a/name limiting hard, its status counting used.
+func usedQuota(name string, hard, used corev1.ResourceList) corev1.ResourceQuota {
+	return corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used}}
+}
+
+func list(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // admitter is what both webhooks share: the cluster they read, the pipeline
@@ -23,7 +23,7 @@ type admitter struct {
 	pipeline *pipeline.Pipeline
 	// reservations decides the jobs that start pods and records the quota
 	// they hold until their pods exist.
-	reservations *reservations.Admitter
+	reservations *admit.Admitter
 	// recorder writes the Warning events of denied updates (events.go); nil: none.
 	recorder events.EventRecorder
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // Paths at which the webhooks are served; config/webhook is generated from the markers.
@@ -35,7 +35,7 @@ type Options struct {
 	// request that starts pods. Everything in the process that reserves
 	// shares one (the Kueue AdmissionCheck too), so their decisions in a
 	// namespace are batched together.
-	Reservations *reservations.Admitter
+	Reservations *admit.Admitter
 }
 
 // SetupWithManager registers the TrainJob webhooks on the manager's webhook server.

@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"testing"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/quota"
 )
 
@@ -36,11 +35,11 @@ func TestReservedPerQuotaAndResource(t *testing.T) {
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("10")}}}
 	services := corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "objects"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"services": resource.MustParse("5")}}}
-	worker := v1alpha1.PodShape{PerPod: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4"), "pods": resource.MustParse("1")}}
-	launcher := v1alpha1.PodShape{PerPod: corev1.ResourceList{"pods": resource.MustParse("1")}}
-	holders := []quota.Holder{
-		{TrainJob: "team-a/a", Parts: []v1alpha1.ReservedPart{{ReplicatedJob: "launcher", Pods: 1, PodShape: launcher}, {ReplicatedJob: "node", Pods: 2, PodShape: worker}}},
-		{TrainJob: "team-a/b", Parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 1, PodShape: worker}}},
+	worker := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4"), "pods": resource.MustParse("1")}
+	launcher := corev1.ResourceList{"pods": resource.MustParse("1")}
+	holders := []quota.Reservation{
+		{TrainJob: "team-a/a", Parts: []quota.Part{{ReplicatedJob: "launcher", Pods: 1, PerPod: launcher}, {ReplicatedJob: "node", Pods: 2, PerPod: worker}}},
+		{TrainJob: "team-a/b", Parts: []quota.Part{{ReplicatedJob: "node", Pods: 1, PerPod: worker}}},
 	}
 	t.Cleanup(func() { forgetReserved("team-a"); forgetReserved("team-b") })
 	setReserved("team-b", []corev1.ResourceQuota{gpuQuota}, nil)

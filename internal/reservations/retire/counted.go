@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"cmp"
@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // The apiserver's quota admission charges every pod in its ResourceQuotas'
@@ -75,7 +75,7 @@ func (s Shortfall) String() string {
 func Shortfalls(quotas []corev1.ResourceQuota, pods []corev1.Pod, now time.Time) []Shortfall {
 	usage := make([]corev1.ResourceList, len(pods))
 	for i := range pods {
-		if Charged(&pods[i], now) {
+		if reservations.Charged(&pods[i], now) {
 			usage[i] = render.PodQuotaUsage(&pods[i])
 		}
 	}
@@ -132,34 +132,6 @@ func uncountedNow(prev []v1alpha1.UncountedUsage, short []Shortfall, now time.Ti
 		record[i].Usage[s.Resource] = lacks
 	}
 	return slices.DeleteFunc(record, func(u v1alpha1.UncountedUsage) bool { return len(u.Usage) == 0 }), expired
-}
-
-// withUncounted adds to each quota's status.used what the QuotaReservation
-// records it lacks (spec.uncounted), and returns what it added, by quota,
-// for denials to say. quotas are the caller's own copies.
-func withUncounted(quotas []corev1.ResourceQuota, res *v1alpha1.QuotaReservation) input.Uncounted {
-	var added input.Uncounted
-	for _, u := range res.Spec.Uncounted {
-		i := slices.IndexFunc(quotas, func(q corev1.ResourceQuota) bool { return q.Name == u.ResourceQuota })
-		if i < 0 {
-			continue // deleted since
-		}
-		if added == nil {
-			added = input.Uncounted{}
-		}
-		added[u.ResourceQuota] = u.Usage
-		used := quotas[i].Status.Used.DeepCopy()
-		if used == nil {
-			used = corev1.ResourceList{}
-		}
-		for name, lacks := range u.Usage {
-			total := used[name]
-			total.Add(lacks)
-			used[name] = total
-		}
-		quotas[i].Status.Used = used
-	}
-	return added
 }
 
 // describeUncounted is the Event's and log's account of quotas behind their

@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"context"
@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
 
 // ControllerName names the controller in logs, metrics and as event reporter.
@@ -42,9 +44,9 @@ const ControllerName = "mpiguard-quota-reservations"
 // Events on what it released, in the object's namespace.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Retirer releases reservation entries that the quota counts now, or that will
+// Reconciler releases reservation entries that the quota counts now, or that will
 // never be charged. It runs on the elected leader only (a controller).
-type Retirer struct {
+type Reconciler struct {
 	client client.Client
 	// live confirms what the cache cannot: that a TrainJob never appeared, or
 	// that a resume never landed. Never release on the cache alone.
@@ -76,9 +78,9 @@ type Retirer struct {
 // namespace's jobs hold at a time.
 const deletedJobs = 4096
 
-// SetupRetirer registers the retiring controller; namespace is mpiguard's own.
-func SetupRetirer(mgr ctrl.Manager, namespace string) error {
-	r := &Retirer{
+// Setup registers the retiring controller; namespace is mpiguard's own.
+func Setup(mgr ctrl.Manager, namespace string) error {
+	r := &Reconciler{
 		client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName),
 		namespace: namespace, now: time.Now, deleted: lru.New(deletedJobs), podsSeen: lru.New(deletedJobs),
 	}
@@ -98,13 +100,13 @@ func SetupRetirer(mgr ctrl.Manager, namespace string) error {
 
 // reservationOf maps an object in a governed namespace to that namespace's
 // QuotaReservation (one cache miss when the namespace has none).
-func (r *Retirer) reservationOf(_ context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) reservationOf(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: r.namespace, Name: o.GetNamespace()}}}
 }
 
 // jobEvents queues the reservation of a TrainJob's namespace on each of its
 // events, and remembers the UID of each TrainJob deleted.
-func (r *Retirer) jobEvents() handler.EventHandler {
+func (r *Reconciler) jobEvents() handler.EventHandler {
 	enqueue := handler.EnqueueRequestsFromMapFunc(r.reservationOf)
 	return handler.Funcs{
 		CreateFunc:  enqueue.Create,
@@ -120,7 +122,7 @@ func (r *Retirer) jobEvents() handler.EventHandler {
 }
 
 // Reconcile releases the entries of one QuotaReservation that hold nothing any more.
-func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res := &v1alpha1.QuotaReservation{}
 	if err := r.client.Get(ctx, req.NamespacedName, res); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -135,16 +137,16 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 		return reconcile.Result{}, err
 	}
-	if err := checkReadable(res); err != nil {
+	if err := store.CheckReadable(res); err != nil {
 		// A newer replica's object: its own leader retires its entries.
 		// One edited by hand: nothing is retired until it is mended (the
 		// edit is a new generation, reconciled), and admissions in its
 		// namespace refuse with the same words.
 		if prev, seen := r.reported.Swap(res.Name, res.ResourceVersion); !seen || prev != res.ResourceVersion {
 			ctrl.LoggerFrom(ctx).Info("not retiring entries", "reason", err.Error())
-			var invalid *InvalidError
+			var invalid *store.InvalidError
 			if errors.As(err, &invalid) {
-				r.recorder.Eventf(res, nil, corev1.EventTypeWarning, ReasonInvalidEntries, "Retire", "%v", err)
+				r.recorder.Eventf(res, nil, corev1.EventTypeWarning, store.ReasonInvalidEntries, "Retire", "%v", err)
 			}
 		}
 		return reconcile.Result{}, nil
@@ -152,7 +154,7 @@ func (r *Retirer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	r.reported.Delete(res.Name)
 	ns := res.Spec.Namespace
 	now := r.now()
-	existing, err := ReadExisting(ctx, r.client, ns, now)
+	existing, err := reservations.ReadExisting(ctx, r.client, ns, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -216,7 +218,7 @@ type releasedEntry struct {
 
 // verdictOf decides on entry e from the cache, and confirms with a live read
 // when the cache alone cannot tell.
-func (r *Retirer) verdictOf(ctx context.Context, ns string, e *v1alpha1.ReservationEntry, pods map[string]int32, now time.Time) (verdict, error) {
+func (r *Reconciler) verdictOf(ctx context.Context, ns string, e *v1alpha1.ReservationEntry, pods map[string]int32, now time.Time) (verdict, error) {
 	job, err := r.job(ctx, r.client, ns, e.TrainJob)
 	if err != nil {
 		return verdict{}, err
@@ -232,7 +234,7 @@ func (r *Retirer) verdictOf(ctx context.Context, ns string, e *v1alpha1.Reservat
 	return decide(e, job, pods, now, true, deleted), nil
 }
 
-func (r *Retirer) job(ctx context.Context, reader client.Reader, ns, name string) (*trainer.TrainJob, error) {
+func (r *Reconciler) job(ctx context.Context, reader client.Reader, ns, name string) (*trainer.TrainJob, error) {
 	job := &trainer.TrainJob{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
 	if apierrors.IsNotFound(err) {
@@ -256,7 +258,7 @@ func (r *Retirer) job(ctx context.Context, reader client.Reader, ns, name string
 // and the same entries removed from it, without deciding again: a release
 // is final (pods exist, the job finished, is suspended, was deleted or never
 // appeared past its grace), and entries admitted since are not among them.
-func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, released []releasedEntry, uncounted []v1alpha1.UncountedUsage) (*v1alpha1.QuotaReservation, []v1alpha1.ReservationEntry, []releasedEntry, error) {
+func (r *Reconciler) release(ctx context.Context, res *v1alpha1.QuotaReservation, released []releasedEntry, uncounted []v1alpha1.UncountedUsage) (*v1alpha1.QuotaReservation, []v1alpha1.ReservationEntry, []releasedEntry, error) {
 	var keep []v1alpha1.ReservationEntry
 	var gone []releasedEntry
 	first := true
@@ -270,7 +272,7 @@ func (r *Retirer) release(ctx context.Context, res *v1alpha1.QuotaReservation, r
 			if err := r.live.Get(ctx, client.ObjectKeyFromObject(res), fresh); err != nil {
 				return err
 			}
-			if err := checkReadable(fresh); err != nil {
+			if err := store.CheckReadable(fresh); err != nil {
 				return err
 			}
 			res = fresh
@@ -319,14 +321,13 @@ func sameAdmission(a, b *v1alpha1.ReservationEntry) bool {
 // that appended an entry since makes it conflict rather than be lost. An
 // object left without entries or a record of uncounted usage is deleted,
 // under the same precondition.
-func (r *Retirer) write(ctx context.Context, res *v1alpha1.QuotaReservation, keep []v1alpha1.ReservationEntry, uncounted []v1alpha1.UncountedUsage) error {
+func (r *Reconciler) write(ctx context.Context, res *v1alpha1.QuotaReservation, keep []v1alpha1.ReservationEntry, uncounted []v1alpha1.UncountedUsage) error {
 	if len(keep) == 0 && len(uncounted) == 0 {
 		return r.client.Delete(ctx, res, client.Preconditions{ResourceVersion: &res.ResourceVersion, UID: &res.UID})
 	}
 	out := res.DeepCopy()
 	out.Spec.Entries = keep
 	out.Spec.Uncounted = uncounted
-	out.Spec.Format = Format
 	return r.client.Update(ctx, out)
 }
 

@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // RBAC (ClusterRole): the leader compares the namespace's ResourceQuotas
@@ -25,7 +26,7 @@ import (
 // quotaEvents queues the reservation of a quota's namespace when its count
 // may have been recomputed (recounted), and marks the namespace to be
 // compared live on its next reconcile.
-func (r *Retirer) quotaEvents() handler.EventHandler {
+func (r *Reconciler) quotaEvents() handler.EventHandler {
 	enqueue := handler.EnqueueRequestsFromMapFunc(r.reservationOf)
 	return handler.Funcs{
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -42,7 +43,7 @@ func (r *Retirer) quotaEvents() handler.EventHandler {
 // settle keeps each entry that verdicts release for PodsCreated until
 // settle after this leader first saw its pods, so the object is still there
 // when a recompute that raced their creates is seen (counted.go).
-func (r *Retirer) settle(res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) {
+func (r *Reconciler) settle(res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) {
 	for i := range verdicts {
 		if verdicts[i].release != ReasonPodsCreated {
 			continue
@@ -67,7 +68,7 @@ func (r *Retirer) settle(res *v1alpha1.QuotaReservation, verdicts []verdict, now
 // namespace by this leader), else as it is. The comparison lists every pod
 // of the namespace, so it is not made on every release. recheck is when to
 // compare again (zero: on the next event).
-func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, now time.Time) (record []v1alpha1.UncountedUsage, recheck time.Time, err error) {
+func (r *Reconciler) recount(ctx context.Context, res *v1alpha1.QuotaReservation, now time.Time) (record []v1alpha1.UncountedUsage, recheck time.Time, err error) {
 	ns := res.Spec.Namespace
 	_, suspect := r.suspect.LoadAndDelete(ns)
 	_, checked := r.checked.LoadOrStore(ns, struct{}{})
@@ -76,7 +77,7 @@ func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, n
 		return res.Spec.Uncounted, time.Time{}, nil
 	}
 	short, err := r.compare(ctx, ns, now)
-	var notSynced *NotSyncedError
+	var notSynced *reservations.NotSyncedError
 	if errors.As(err, &notSynced) {
 		// Admission refuses against it until its controller counts it: compare then.
 		r.suspect.Store(ns, struct{}{})
@@ -104,12 +105,12 @@ func (r *Retirer) recount(ctx context.Context, res *v1alpha1.QuotaReservation, n
 // charges a pod before it stores it); a pod that finished in between may
 // have been given back already, so a shortfall found is confirmed against a
 // second list: only pods charged in both count.
-func (r *Retirer) compare(ctx context.Context, ns string, now time.Time) ([]Shortfall, error) {
+func (r *Reconciler) compare(ctx context.Context, ns string, now time.Time) ([]Shortfall, error) {
 	before, err := r.livePods(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	quotas, err := LiveQuotas(ctx, r.client, r.live, ns)
+	quotas, err := reservations.LiveQuotas(ctx, r.client, r.live, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (r *Retirer) compare(ctx context.Context, ns string, now time.Time) ([]Shor
 	return Shortfalls(quotas, chargedInBoth(before, after, now), now), nil
 }
 
-func (r *Retirer) livePods(ctx context.Context, ns string) ([]corev1.Pod, error) {
+func (r *Reconciler) livePods(ctx context.Context, ns string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := r.live.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing the pods of %q: %w", ns, err)
@@ -137,11 +138,11 @@ func (r *Retirer) livePods(ctx context.Context, ns string) ([]corev1.Pod, error)
 func chargedInBoth(before, after []corev1.Pod, now time.Time) []corev1.Pod {
 	charged := make(map[types.UID]bool, len(before))
 	for i := range before {
-		charged[before[i].UID] = Charged(&before[i], now)
+		charged[before[i].UID] = reservations.Charged(&before[i], now)
 	}
 	var out []corev1.Pod
 	for i := range after {
-		if charged[after[i].UID] && Charged(&after[i], now) {
+		if charged[after[i].UID] && reservations.Charged(&after[i], now) {
 			out = append(out, after[i])
 		}
 	}
@@ -151,7 +152,7 @@ func chargedInBoth(before, after []corev1.Pod, now time.Time) []corev1.Pod {
 // report says, once per change, which quotas of the namespace count less
 // than its pods (a Warning Event on res, a log line), and remembers it
 // (r.behind, which the gauge shows).
-func (r *Retirer) report(ctx context.Context, res *v1alpha1.QuotaReservation, short, expired []Shortfall) {
+func (r *Reconciler) report(ctx context.Context, res *v1alpha1.QuotaReservation, short, expired []Shortfall) {
 	ns := res.Spec.Namespace
 	if len(short) == 0 {
 		r.behind.Delete(ns)

@@ -1,4 +1,4 @@
-package reservations
+package store
 
 import (
 	"encoding/json"
@@ -18,12 +18,12 @@ import (
 // FuzzReadReservation: whatever a hand edit stores in a QuotaReservation
 // (spec.entries has no schema in the CRD, and the schemas of its other
 // fields allow any quantity, negative ones included), reading it either
-// refuses it naming a field (checkReadable, as every reader does first), or
+// refuses it naming a field (CheckReadable, as every reader does first), or
 // gives holders that hold nothing negative of any quota and a status.used
 // that only grows: never a panic, never quota given back, never an amount
 // whose exact arithmetic takes minutes (a seed hangs without the check).
 //
-//	go test -run '^$' -fuzz FuzzReadReservation ./internal/reservations/
+//	go test -run '^$' -fuzz FuzzReadReservation ./internal/reservations/store/
 func FuzzReadReservation(f *testing.F) {
 	for _, seed := range readSeeds(f) {
 		f.Add(seed)
@@ -40,11 +40,9 @@ func FuzzReadReservation(f *testing.F) {
 			return // not JSON the apiserver would store
 		}
 		res.Namespace, res.Name = "mpiguard-system", "team-a"
-		if err := checkReadable(res); err != nil {
+		if err := CheckReadable(res); err != nil {
 			var invalid *InvalidError
-			var newer *NewerFormatError
 			switch {
-			case errors.As(err, &newer):
 			case errors.As(err, &invalid):
 				for _, e := range invalid.Errs {
 					if !strings.HasPrefix(e.Field, "spec") {
@@ -52,24 +50,23 @@ func FuzzReadReservation(f *testing.F) {
 					}
 				}
 			default:
-				t.Fatalf("checkReadable = %T %v, want an *InvalidError or a *NewerFormatError", err, err)
+				t.Fatalf("CheckReadable = %T %v, want an *InvalidError", err, err)
 			}
 			return
 		}
-		expand(res)
-		quotas := fuzzQuotas()
-		uncounted := withUncounted(quotas, res)
-		for i, q := range fuzzQuotas() {
-			for name, was := range q.Status.Used {
-				if now := quotas[i].Status.Used[name]; now.Cmp(was) < 0 {
-					t.Fatalf("status.used[%s] of %s went from %s to %s with uncounted %v", name, q.Name, was.String(), now.String(), uncounted)
+		// What admission adds to status.used (spec.uncounted) only grows it.
+		for _, u := range res.Spec.Uncounted {
+			for name, q := range u.Usage {
+				if q.Sign() < 0 {
+					t.Fatalf("uncounted %s of %s is %s: status.used would shrink", name, u.ResourceQuota, q.String())
 				}
 			}
 		}
-		holders := Holders(res, Existing{})
+		quotas := fuzzQuotas()
+		holders := Reservations(res)
 		quota.ChargeAgainst(holders, quotas)
 		for i := range quotas {
-			for name, held := range quota.Reserved(&quotas[i], holders) {
+			for name, held := range quota.ReservedOf(&quotas[i], holders) {
 				if held.Total.Sign() < 0 {
 					t.Fatalf("holders give back %s of %s of quota %s", held.Total.String(), name, quotas[i].Name)
 				}
@@ -87,14 +84,15 @@ func FuzzReadReservation(f *testing.F) {
 // holding two jobs, and the same with each kind of amount edited negative.
 func readSeeds(f *testing.F) [][]byte {
 	stored := func(edit func(*v1alpha1.QuotaReservation)) []byte {
-		shaped := entry("b", 3)
-		shaped.Parts = []v1alpha1.ReservedPart{
-			{ReplicatedJob: "node", Pods: 3, Jobs: 1, PodShape: v1alpha1.PodShape{PerPod: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("8"), "pods": resource.MustParse("1")}}},
+		a := recordOf(entry("a", 2))
+		a.Parts[0].PerPod = corev1.ResourceList{"pods": resource.MustParse("1")}
+		shaped := Record{Entry: entry("b", 3), Parts: []quota.Part{
+			{ReplicatedJob: "node", Pods: 3, Jobs: 1, PerPod: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("8"), "pods": resource.MustParse("1")}},
 			{Objects: corev1.ResourceList{"count/secrets": resource.MustParse("1")}},
-		}
-		res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Format: Format, Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{entry("a", 2), shaped}}}
+		}}
+		res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a"}}
+		encode(res, []Record{a, shaped})
 		res.Spec.Uncounted = []v1alpha1.UncountedUsage{{ResourceQuota: "q", Since: metav1.Now(), Usage: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("8")}}}
-		compact(res)
 		edit(res)
 		js, err := json.Marshal(res)
 		if err != nil {
@@ -105,15 +103,13 @@ func readSeeds(f *testing.F) [][]byte {
 	negative := resource.MustParse("-64")
 	return [][]byte{
 		stored(func(*v1alpha1.QuotaReservation) {}),
-		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.PodShapes[0].PerPod["requests.nvidia.com/gpu"] = negative }),
+		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.PodShapes[1].PerPod["requests.nvidia.com/gpu"] = negative }),
 		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.ObjectShapes[0]["count/secrets"] = negative }),
 		stored(func(r *v1alpha1.QuotaReservation) {
-			r.Spec.PodShapes[0].PerPod["requests.nvidia.com/gpu"] = resource.MustParse("1e2147483647")
+			r.Spec.PodShapes[1].PerPod["requests.nvidia.com/gpu"] = resource.MustParse("1e2147483647")
 		}),
 		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.Uncounted[0].Usage["requests.nvidia.com/gpu"] = negative }),
-		stored(func(r *v1alpha1.QuotaReservation) {
-			r.Spec.Entries[0].Parts[1].Quotas[0].PerPod["requests.nvidia.com/gpu"] = negative
-		}),
+		stored(func(r *v1alpha1.QuotaReservation) { r.Spec.PodShapes[0].PerPod["pods"] = negative }),
 		[]byte(`{"spec":{"namespace":"team-a","entries":[{"trainJob":"a","operation":"CREATE","admittedAt":"2026-11-27T03:00:00Z","holdUntil":"2026-11-27T03:01:00Z","parts":[{"pods":"two"}]}]}}`),
 	}
 }

@@ -1,4 +1,4 @@
-package reservations
+package store
 
 import (
 	"fmt"
@@ -30,12 +30,9 @@ func (e *InvalidError) Error() string {
 		e.Key, e.Errs.ToAggregate(), e.Key.Namespace, e.Key.Name)
 }
 
-// checkReadable returns the error that keeps this build from reading res
-// (a *NewerFormatError or an *InvalidError), nil when it can.
-func checkReadable(res *v1alpha1.QuotaReservation) error {
-	if err := checkFormat(res); err != nil {
-		return err
-	}
+// CheckReadable returns the *InvalidError that keeps mpiguard from reading
+// res, nil when it can.
+func CheckReadable(res *v1alpha1.QuotaReservation) error {
 	if d := res.Spec.DecodeError; d != nil {
 		// A value of the wrong type where the CRD keeps no schema.
 		return &InvalidError{Key: client.ObjectKeyFromObject(res), Errs: field.ErrorList{
@@ -103,15 +100,6 @@ func validPart(res *v1alpha1.QuotaReservation, p *v1alpha1.ReservedPart, path *f
 	}
 	if p.ObjectsShape != nil && (*p.ObjectsShape < 0 || int(*p.ObjectsShape) >= len(res.Spec.ObjectShapes)) {
 		errs = append(errs, field.Invalid(path.Child("objectsShape"), *p.ObjectsShape, fmt.Sprintf("must be an index of spec.objectShapes (%d)", len(res.Spec.ObjectShapes))))
-	}
-	errs = append(errs, nonNegative(p.PerPod, path.Child("perPod"))...)
-	errs = append(errs, nonNegative(p.Objects, path.Child("objects"))...)
-	for k := range p.Quotas {
-		q := path.Child("quotas").Index(k)
-		if p.Quotas[k].Quota == "" {
-			errs = append(errs, field.Required(q.Child("quota"), ""))
-		}
-		errs = append(errs, nonNegative(p.Quotas[k].PerPod, q.Child("perPod"))...)
 	}
 	return errs
 }

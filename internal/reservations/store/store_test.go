@@ -1,9 +1,7 @@
-package reservations
+package store
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -35,7 +33,7 @@ func storeHolding(t *testing.T, ns string, e v1alpha1.ReservationEntry) (*Store,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.put(context.Background(), empty, e); err != nil {
+	if err := s.Put(context.Background(), empty, recordOf(e)); err != nil {
 		t.Fatal(err)
 	}
 	return s, c
@@ -50,20 +48,20 @@ func TestPutConflictsOnAStaleRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.put(ctx, empty, entry("a", 1)); err != nil {
+	if err := s.Put(ctx, empty, recordOf(entry("a", 1))); err != nil {
 		t.Fatalf("first create: %v", err)
 	}
-	if err := s.put(ctx, empty, entry("b", 1)); !apierrors.IsAlreadyExists(err) || !retryable(err) {
+	if err := s.Put(ctx, empty, recordOf(entry("b", 1))); !apierrors.IsAlreadyExists(err) || !Retryable(err) {
 		t.Fatalf("a second create from the same empty read = %v, want AlreadyExists (retryable)", err)
 	}
 	read, err := s.Get(ctx, "team-a", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.put(ctx, read, entry("b", 1)); err != nil {
+	if err := s.Put(ctx, read, recordOf(entry("b", 1))); err != nil {
 		t.Fatalf("update from a fresh read: %v", err)
 	}
-	if err := s.put(ctx, read, entry("c", 1)); !apierrors.IsConflict(err) || !retryable(err) {
+	if err := s.Put(ctx, read, recordOf(entry("c", 1))); !apierrors.IsConflict(err) || !Retryable(err) {
 		t.Fatalf("update from a stale read = %v, want a conflict (retryable)", err)
 	}
 	got, err := s.Get(ctx, "team-a", true)
@@ -86,7 +84,7 @@ func TestGetPrefersOwnNewerWrite(t *testing.T) {
 	}
 	cacheCopy := stale.DeepCopy()
 	s.cache = fixedReader{cacheCopy}
-	if err := s.put(ctx, stale, entry("a", 1)); err != nil {
+	if err := s.Put(ctx, stale, recordOf(entry("a", 1))); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, "team-a", false)
@@ -122,34 +120,4 @@ func (f fixedReader) List(context.Context, client.ObjectList, ...client.ListOpti
 // named is a TrainJob of that name without a UID (as entry writes them).
 func named(name string) *trainer.TrainJob {
 	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name}}
-}
-
-// An object a newer mpiguard wrote is refused, not rewritten without the
-// fields this build does not know; this build writes its own format.
-func TestNewerFormatIsRefused(t *testing.T) {
-	ctx := context.Background()
-	s, c := storeHolding(t, "team-a", entry("a", 1))
-	written, err := s.Get(ctx, "team-a", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if written.Spec.Format != Format {
-		t.Errorf("written with format %d, want %d", written.Spec.Format, Format)
-	}
-
-	written.Spec.Format = Format + 1 // as a newer replica writes it
-	compact(written)
-	if err := c.Update(ctx, written); err != nil {
-		t.Fatal(err)
-	}
-	for _, live := range []bool{true, false} {
-		_, err := s.Get(ctx, "team-a", live)
-		var newer *NewerFormatError
-		if !errors.As(err, &newer) || newer.Format != Format+1 {
-			t.Fatalf("Get(live=%v) of a newer format = %v, want a *NewerFormatError", live, err)
-		}
-		if !strings.Contains(err.Error(), "written by a newer mpiguard") {
-			t.Errorf("error %q does not say why", err)
-		}
-	}
 }

@@ -1,22 +1,29 @@
-// Package reservations keeps mpiguard's QuotaReservation objects: the store the
-// TrainJob webhook reads and writes them through (with the apiserver's optimistic
-// concurrency, so every replica's promises are serialised by etcd), and the
-// controller that retires entries once the quota counts them or they will never
-// be charged.
-package reservations
+// Package store is the quota ledger's storage: mpiguard's QuotaReservation
+// objects, one per governed namespace, each entry the record of one
+// reservation (the quota an admitted TrainJob holds while its pods do not
+// all exist yet). It owns their encoding: the shape tables entries refer to
+// by index (encoding.go), their validation on every read, which refuses a
+// hand edit it cannot read (validate.go), and the writes, made with the
+// resourceVersion read so that etcd serialises every replica's promises.
+// Nothing else knows the encoding: readers get quota.Reservations
+// (Reservations), writers give quota.Parts (Record).
+package store
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/quota"
 )
 
 // Role in mpiguard's own namespace only (never cluster-wide): QuotaReservations
@@ -29,37 +36,6 @@ import (
 // the 1.5 MiB etcd takes in one request by default. Admission refuses a
 // request that would add one more, with "retry" (webhooks/trainjob).
 const MaxEntries = 1000
-
-// Format is the QuotaReservation layout (spec.format) this build writes and
-// the newest it reads. Raise it with every field an older build would drop
-// when it rewrites an object: its Go type does not have the field, so the
-// decode loses it and the write stores the loss (a rolling upgrade runs old
-// and new replicas side by side; with spec.objectShapes, an old replica's
-// rewrite would have left entries charging no object counts; format 2 adds
-// spec.uncounted). Builds since format 1 refuse an object of a newer format
-// instead (NewerFormatError).
-const Format = 2
-
-// NewerFormatError says a QuotaReservation was written by a newer mpiguard
-// than this replica: rewriting it would drop what this build does not know.
-type NewerFormatError struct {
-	Key    client.ObjectKey
-	Format int32
-}
-
-func (e *NewerFormatError) Error() string {
-	return fmt.Sprintf("QuotaReservation %s was written by a newer mpiguard (format %d; this replica knows %d), and rewriting it here would drop what this replica does not know; the newer replicas answer for this namespace once the upgrade is through",
-		e.Key, e.Format, Format)
-}
-
-// checkFormat returns a *NewerFormatError when res is of a newer format than
-// this build's.
-func checkFormat(res *v1alpha1.QuotaReservation) error {
-	if res.Spec.Format > Format {
-		return &NewerFormatError{Key: client.ObjectKeyFromObject(res), Format: res.Spec.Format}
-	}
-	return nil
-}
 
 // Store reads and writes the QuotaReservations in mpiguard's namespace.
 type Store struct {
@@ -86,10 +62,11 @@ func NewStore(cache, live client.Reader, writer client.Writer, namespace string)
 	}
 }
 
-// Get returns the QuotaReservation of a governed namespace: from the cache or
-// this process's last write, whichever is newer, or from the apiserver when
-// live, with every part's pod shape inline. A namespace without one gets an empty object with no resourceVersion
-// (put then creates it).
+// Get returns the QuotaReservation of a governed namespace, as stored: from
+// the cache or this process's last write, whichever is newer, or from the
+// apiserver when live. A namespace without one gets an empty object with no
+// resourceVersion (Put then creates it). An object it cannot read (a hand
+// edit) is an *InvalidError; Reservations reads what the entries hold.
 func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error) {
 	key := client.ObjectKey{Namespace: s.Namespace, Name: namespace}
 	reader := s.cache
@@ -111,10 +88,9 @@ func (s *Store) Get(ctx context.Context, namespace string, live bool) (*v1alpha1
 		}
 		s.mu.Unlock()
 	}
-	if err := checkReadable(got); err != nil {
+	if err := CheckReadable(got); err != nil {
 		return nil, err
 	}
-	expand(got) // every part inline for the readers (shapes.go)
 	return got, nil
 }
 
@@ -137,18 +113,28 @@ func newer(a, b string) bool {
 	return errA == nil && errB == nil && x > y
 }
 
-// put writes res as read plus entries (each replacing any entry of the same
-// TrainJob: name and UID, SameJob): a create when res has no resourceVersion, else an update that
-// carries the resourceVersion read, so it fails with a conflict when anyone
-// wrote since.
-func (s *Store) put(ctx context.Context, res *v1alpha1.QuotaReservation, entries ...v1alpha1.ReservationEntry) error {
-	out := res.DeepCopy()
-	for _, e := range entries {
-		// A copy: compact rewrites the parts, which the caller may still hold.
-		out.Spec.Entries = append(withoutJob(out.Spec.Entries, e.TrainJob, e.UID), *e.DeepCopy())
+// Record is a reservation to write: its entry (Entry.Parts is not read) and
+// what its pods and objects charge.
+type Record struct {
+	Entry v1alpha1.ReservationEntry
+	Parts []quota.Part
+}
+
+// Put writes res as Get read it plus records (each replacing any entry of
+// the same TrainJob: name and UID, SameJob): a create when res has no
+// resourceVersion, else an update that carries the resourceVersion read, so
+// it fails with a conflict when anyone wrote since (Retryable).
+func (s *Store) Put(ctx context.Context, res *v1alpha1.QuotaReservation, records ...Record) error {
+	all := make([]Record, 0, len(res.Spec.Entries)+len(records))
+	for i := range res.Spec.Entries {
+		e := &res.Spec.Entries[i]
+		all = append(all, Record{Entry: *e, Parts: partsOf(res, e.Parts)})
 	}
-	compact(out)
-	out.Spec.Format = Format
+	for _, r := range records {
+		all = append(withoutJob(all, r.Entry.TrainJob, r.Entry.UID), r)
+	}
+	out := res.DeepCopy()
+	encode(out, all)
 	var err error
 	if out.ResourceVersion == "" {
 		err = s.writer.Create(ctx, out)
@@ -171,18 +157,31 @@ func (s *Store) remember(obj *v1alpha1.QuotaReservation) {
 	}
 }
 
-// retryable says whether a write failed only because someone wrote first: read
+// Retryable says whether a write failed only because someone wrote first: read
 // live and decide again.
-func retryable(err error) bool {
+func Retryable(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err)
 }
 
-func withoutJob(entries []v1alpha1.ReservationEntry, job string, uid types.UID) []v1alpha1.ReservationEntry {
-	out := entries[:0:0]
-	for i := range entries {
-		if e := entries[i]; !SameJob(&e, job, uid) {
-			out = append(out, e)
+func withoutJob(records []Record, job string, uid types.UID) []Record {
+	out := records[:0:0]
+	for i := range records {
+		if !SameJob(&records[i].Entry, job, uid) {
+			out = append(out, records[i])
 		}
 	}
 	return out
+}
+
+// Has says whether res has an entry of job (its name and UID), which a new
+// entry replaces. An entry of another UID was left by a create under the
+// same name, and is another job.
+func Has(res *v1alpha1.QuotaReservation, job *trainer.TrainJob) bool {
+	return slices.ContainsFunc(res.Spec.Entries, func(e v1alpha1.ReservationEntry) bool { return SameJob(&e, job.Name, job.UID) })
+}
+
+// SameJob says whether entry e is of the TrainJob name with uid. An entry
+// without a UID (none was known when it was written) is its name's.
+func SameJob(e *v1alpha1.ReservationEntry, name string, uid types.UID) bool {
+	return e.TrainJob == name && (e.UID == "" || e.UID == uid)
 }

@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
 
 // An admission that writes the namespace's QuotaReservation while the
@@ -65,7 +66,7 @@ func TestRetirerReleasesDespiteAConflictingAdmission(t *testing.T) {
 			return c.Update(ctx, obj, opts...)
 		},
 	}).Build()
-	r := &Retirer{client: c, live: c, recorder: events.NewFakeRecorder(10), namespace: "mpiguard-system", now: func() time.Time { return now }, deleted: lru.New(deletedJobs)}
+	r := &Reconciler{client: c, live: c, recorder: events.NewFakeRecorder(10), namespace: "mpiguard-system", now: func() time.Time { return now }, deleted: lru.New(deletedJobs)}
 
 	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(res)}); err != nil {
 		t.Fatalf("Reconcile: %v", err)
@@ -100,7 +101,7 @@ func TestRetirerReportsAnUnreadableObjectOncePerVersion(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(res).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &Retirer{client: c, live: c, recorder: recorder, namespace: "mpiguard-system", now: time.Now, deleted: lru.New(deletedJobs)}
+	r := &Reconciler{client: c, live: c, recorder: recorder, namespace: "mpiguard-system", now: time.Now, deleted: lru.New(deletedJobs)}
 	reconcileTimes := func(n int) {
 		t.Helper()
 		for range n {
@@ -123,8 +124,8 @@ func TestRetirerReportsAnUnreadableObjectOncePerVersion(t *testing.T) {
 
 	reconcileTimes(3)
 	got := eventsSoFar()
-	if len(got) != 1 || !strings.Contains(got[0], ReasonInvalidEntries) || !strings.Contains(got[0], "spec.entries[0].parts[1].pods") {
-		t.Fatalf("events after 3 reconciles of one version: %q, want one %s naming the field", got, ReasonInvalidEntries)
+	if len(got) != 1 || !strings.Contains(got[0], store.ReasonInvalidEntries) || !strings.Contains(got[0], "spec.entries[0].parts[1].pods") {
+		t.Fatalf("events after 3 reconciles of one version: %q, want one %s naming the field", got, store.ReasonInvalidEntries)
 	}
 
 	var cur v1alpha1.QuotaReservation

@@ -7,12 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Holders charged once against a quota (ChargeAgainst) hold what charging
+// Reservations charged once against a quota (ChargeAgainst) hold what charging
 // them anew gives, and a quota read again with another resourceVersion (its
 // spec changed) is charged anew, not from what its old spec charged.
 func TestChargeAgainstIsChargingAnew(t *testing.T) {
-	memoryHeld := func(q *corev1.ResourceQuota, holders []Holder) string {
-		held := Reserved(q, holders)["requests.memory"]
+	memoryHeld := func(q *corev1.ResourceQuota, holders []Reservation) string {
+		held := ReservedOf(q, holders)["requests.memory"]
 		if held == nil {
 			return "nothing"
 		}
@@ -20,9 +20,9 @@ func TestChargeAgainstIsChargingAnew(t *testing.T) {
 	}
 	q := memoryQuota("64Gi", "")
 	q.UID, q.ResourceVersion = "q-uid", "1"
-	charged := []Holder{holder("team-a/a", 2, "8Gi"), holder("team-a/b", 1, "4Gi")}
+	charged := []Reservation{holder("team-a/a", 2, "8Gi"), holder("team-a/b", 1, "4Gi")}
 	ChargeAgainst(charged, []corev1.ResourceQuota{*q})
-	fresh := []Holder{holder("team-a/a", 2, "8Gi"), holder("team-a/b", 1, "4Gi")}
+	fresh := []Reservation{holder("team-a/a", 2, "8Gi"), holder("team-a/b", 1, "4Gi")}
 	if got, want := memoryHeld(q, charged), memoryHeld(q, fresh); got != want || got != "20Gi" {
 		t.Errorf("charged once: %s held, charged anew: %s; want 20Gi both", got, want)
 	}
@@ -35,7 +35,7 @@ func TestChargeAgainstIsChargingAnew(t *testing.T) {
 	if got := memoryHeld(changed, charged); got != "nothing" {
 		t.Errorf("after the quota changed: %s of memory held, want nothing", got)
 	}
-	if got := Reserved(changed, charged)["pods"]; got == nil || got.Total.String() != "3" {
+	if got := ReservedOf(changed, charged)["pods"]; got == nil || got.Total.String() != "3" {
 		t.Errorf("after the quota changed: pods held %v, want 3", got)
 	}
 }

@@ -1,4 +1,4 @@
-package reservations
+package admit
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
 
 // Admitter is the quota reservation transaction, the one place a job that
@@ -25,7 +26,7 @@ import (
 // decisions in a namespace are batched together and never conflict with
 // each other (batch.go).
 type Admitter struct {
-	store    *Store
+	store    *store.Store
 	cluster  pipeline.ClientCluster
 	pipeline *pipeline.Pipeline
 	// grace is how long an entry is taken on trust before its TrainJob must
@@ -63,11 +64,11 @@ type AdmitterOptions struct {
 
 // NewAdmitter returns the transaction over store (the QuotaReservations),
 // cluster (what a decision reads) and p (what judges).
-func NewAdmitter(store *Store, cluster pipeline.ClientCluster, p *pipeline.Pipeline, opts AdmitterOptions) *Admitter {
+func NewAdmitter(st *store.Store, cluster pipeline.ClientCluster, p *pipeline.Pipeline, opts AdmitterOptions) *Admitter {
 	if opts.Grace == 0 {
 		opts.Grace = 30 * time.Second
 	}
-	a := &Admitter{store: store, cluster: cluster, pipeline: p, grace: opts.Grace, maxUnconfirmed: max(opts.MaxUnconfirmed, 0), recorder: opts.Recorder}
+	a := &Admitter{store: st, cluster: cluster, pipeline: p, grace: opts.Grace, maxUnconfirmed: max(opts.MaxUnconfirmed, 0), recorder: opts.Recorder}
 	a.batches = newBatches(a.decideBatch)
 	return a
 }
@@ -187,7 +188,7 @@ func (a *Admitter) Entry(ctx context.Context, job *trainer.TrainJob) (*v1alpha1.
 		return nil, fmt.Errorf("reading the quota reservations of %q: %w", job.Namespace, err)
 	}
 	for i := range res.Spec.Entries {
-		if e := &res.Spec.Entries[i]; SameJob(e, job.Name, job.UID) {
+		if e := &res.Spec.Entries[i]; store.SameJob(e, job.Name, job.UID) {
 			return e, nil
 		}
 	}

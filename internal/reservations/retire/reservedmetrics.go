@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/quota"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // reserved is what admission holds of each ResourceQuota on top of its
@@ -24,25 +25,24 @@ func init() { metrics.Registry.MustRegister(reserved) }
 
 // observeReserved sets namespace ns's reserved series from the entries res
 // keeps and the pods that exist, for each quota the cache has there.
-func (r *Retirer) observeReserved(ctx context.Context, res *v1alpha1.QuotaReservation, keep []v1alpha1.ReservationEntry, existing Existing) error {
+func (r *Reconciler) observeReserved(ctx context.Context, res *v1alpha1.QuotaReservation, keep []v1alpha1.ReservationEntry, existing reservations.Existing) error {
 	var quotas corev1.ResourceQuotaList
 	if err := r.client.List(ctx, &quotas, client.InNamespace(res.Spec.Namespace)); err != nil {
 		return err
 	}
-	held := res.DeepCopy()
+	held := *res
 	held.Spec.Entries = keep
-	expand(held)
-	setReserved(res.Spec.Namespace, quotas.Items, Holders(held, existing))
+	setReserved(res.Spec.Namespace, quotas.Items, reservations.Outstanding(&held, existing))
 	return nil
 }
 
 // setReserved replaces namespace ns's series: per quota, every resource it
 // limits, what holders hold of it.
-func setReserved(ns string, quotas []corev1.ResourceQuota, holders []quota.Holder) {
+func setReserved(ns string, quotas []corev1.ResourceQuota, holders []quota.Reservation) {
 	forgetReserved(ns)
 	for i := range quotas {
 		q := &quotas[i]
-		sums := quota.Reserved(q, holders)
+		sums := quota.ReservedOf(q, holders)
 		for name := range q.Spec.Hard {
 			var v float64
 			if held := sums[name]; held != nil {

@@ -1,25 +1,13 @@
-package reservations
+package admit
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
 
 var (
-	entriesHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mpiguard_quota_reservation_entries",
-		Help: "Reservation entries held per governed namespace: TrainJobs admitted whose pods do not all exist yet.",
-	}, []string{"namespace"})
-	releasedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mpiguard_quota_reservations_released_total",
-		Help: "Reservation entries released, by reason (PodsCreated, Suspended, Finished, Deleted, NeverCreated, ResumeNotApplied).",
-	}, []string{"reason"})
-	// statusBehind is, per governed namespace, 1 while a ResourceQuota there
-	// counts less than the pods that exist (counted.go), else 0.
-	statusBehind = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mpiguard_quota_status_behind",
-		Help: "1 while a ResourceQuota of the namespace counts less in status.used than its pods that exist charge (its controller missed pods created meanwhile; admission counts the difference as used), else 0.",
-	}, []string{"namespace"})
 	// writes counts the writes of entries by admission, by result: a
 	// conflict means another replica wrote first and the decision was made again.
 	writes = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -41,7 +29,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(entriesHeld, releasedTotal, statusBehind, writes, unconfirmedRefusals, fullRefusals)
+	metrics.Registry.MustRegister(writes, unconfirmedRefusals, fullRefusals)
 }
 
 // observeWrite counts one write of entries by its result.
@@ -49,7 +37,7 @@ func observeWrite(err error) {
 	switch {
 	case err == nil:
 		writes.WithLabelValues("ok").Inc()
-	case retryable(err):
+	case store.Retryable(err):
 		writes.WithLabelValues("conflict").Inc()
 	default:
 		writes.WithLabelValues("error").Inc()

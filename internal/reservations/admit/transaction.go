@@ -1,10 +1,9 @@
-package reservations
+package admit
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -17,6 +16,8 @@ import (
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
+	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
 
 // maxAttempts bounds the decide-and-write rounds of one request. A
@@ -41,7 +42,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 	defer cancel()
 	nsc, err := a.cluster.Namespace(ctx, ns)
 	if err != nil {
-		failAll(batch, unreadable(err))
+		failAll(batch, unavailable(err))
 		return
 	}
 	pending := batch
@@ -60,20 +61,20 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 		round, rest := pending[:min(len(pending), limit)], pending[min(len(pending), limit):]
 		res, err := a.store.Get(ctx, ns, live)
 		if err != nil {
-			failAll(pending, unreadable(err))
+			failAll(pending, unavailable(err))
 			return
 		}
-		state, err := ReadState(ctx, a.cluster.Reader, a.cluster.Live, ns, res, a.pipeline.StoredRenderer(a.cluster, nsc), a.maxUnconfirmed > 0)
+		state, err := reservations.ReadState(ctx, a.cluster.Reader, a.cluster.Live, ns, res, a.pipeline.StoredRenderer(a.cluster, nsc), a.maxUnconfirmed > 0)
 		if err != nil {
-			failAll(pending, a.unreadable(err))
+			failAll(pending, a.unavailableState(err))
 			return
 		}
 		// One quota state for the decisions between two changes of the
-		// holders: what the holders hold is built once for all of them.
-		holders := state.Holders
-		judged := pipeline.NewQuotaState(state.Quotas, holders, state.Uncounted)
+		// reservations: what they hold is built once for all of them.
+		held := state.Reservations
+		judged := pipeline.NewQuotaState(state.Quotas, held, state.Uncounted)
 		var again, writing []*decision
-		var entries []v1alpha1.ReservationEntry
+		var records []store.Record
 		for _, d := range round {
 			d.rounds++
 			if err := a.judge(ctx, d, judged); err != nil {
@@ -104,16 +105,16 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 				d.refuse(done)
 				continue
 			}
-			e := a.entry(d, parts)
-			if e.Operation == v1alpha1.OperationUpdate {
+			r := a.record(d, parts)
+			if r.Entry.Operation == v1alpha1.OperationUpdate {
 				if msg := a.confirmUpdate(ctx, job); msg != "" {
 					d.refuse(msg)
 					continue
 				}
 			}
-			if held := len(res.Spec.Entries) + len(entries); held >= MaxEntries && !holds(res, job.TrainJob) {
+			if n := len(res.Spec.Entries) + len(records); n >= store.MaxEntries && !store.Has(res, job.TrainJob) {
 				if live { // as a denial: the entries seen may have been released since
-					d.refuse(full(ns, held))
+					d.refuse(full(ns, n))
 				} else {
 					again = append(again, d)
 				}
@@ -130,16 +131,16 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 				continue
 			}
 			state.Unconfirmed++ // held on trust until its create or resume lands
-			entries = append(entries, e)
+			records = append(records, r)
 			writing = append(writing, d)
 			// The requests after it in this round see its reservation.
-			held := []quota.Holder{{TrainJob: ns + "/" + job.TrainJob.Name, UID: job.TrainJob.UID, Parts: parts}}
-			quota.ChargeAgainst(held, state.Quotas)
-			holders = append(pipeline.WithoutJob(holders, job.TrainJob), held...)
-			judged = pipeline.NewQuotaState(state.Quotas, holders, state.Uncounted)
+			mine := []quota.Reservation{{TrainJob: ns + "/" + job.TrainJob.Name, UID: job.TrainJob.UID, Parts: parts}}
+			quota.ChargeAgainst(mine, state.Quotas)
+			held = append(pipeline.WithoutJob(held, job.TrainJob), mine...)
+			judged = pipeline.NewQuotaState(state.Quotas, held, state.Uncounted)
 		}
-		if len(entries) > 0 {
-			err = a.store.put(ctx, res, entries...)
+		if len(records) > 0 {
+			err = a.store.Put(ctx, res, records...)
 			observeWrite(err)
 			switch {
 			case err == nil:
@@ -147,7 +148,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 				for _, d := range writing {
 					d.answer()
 				}
-			case retryable(err):
+			case store.Retryable(err):
 				lastErr = err
 				limit = max(1, len(writing)/2)
 				again = append(writing, again...)
@@ -187,8 +188,8 @@ func expire(pending []*decision, lastErr error) []*decision {
 	return out
 }
 
-// entry is the reservation of an allowed request.
-func (a *Admitter) entry(d *decision, parts []v1alpha1.ReservedPart) v1alpha1.ReservationEntry {
+// record is the reservation of an allowed request, as the store writes it.
+func (a *Admitter) record(d *decision, parts []quota.Part) store.Record {
 	now := time.Now()
 	job := d.req.Job
 	e := v1alpha1.ReservationEntry{
@@ -198,13 +199,12 @@ func (a *Admitter) entry(d *decision, parts []v1alpha1.ReservedPart) v1alpha1.Re
 		Operation:  v1alpha1.OperationCreate,
 		AdmittedAt: metav1.NewTime(now),
 		HoldUntil:  metav1.NewTime(now.Add(a.grace)),
-		Parts:      parts,
 	}
 	if job.Operation == engine.Update {
 		e.Operation = v1alpha1.OperationUpdate
 		e.ResumedFromGeneration = job.OldTrainJob.Generation
 	}
-	return e
+	return store.Record{Entry: e, Parts: parts}
 }
 
 // confirmUpdate reads the TrainJob an UPDATE is for from the apiserver
@@ -233,28 +233,22 @@ func (a *Admitter) confirmUpdate(ctx context.Context, r *pipeline.Request) strin
 	return ""
 }
 
-// holds says whether res has an entry of job (name and UID), which a new
-// entry replaces: a renewal or the resume of an entry the Kueue check wrote
-// does not need room for one more.
-func holds(res *v1alpha1.QuotaReservation, job *trainer.TrainJob) bool {
-	return slices.ContainsFunc(res.Spec.Entries, func(e v1alpha1.ReservationEntry) bool { return SameJob(&e, job.Name, job.UID) })
-}
-
-// unreadable is the error of a decision whose inputs could not be read.
-func unreadable(err error) error {
+// unavailable is the error of a decision whose inputs could not be read.
+func unavailable(err error) error {
 	return &UnavailableError{fmt.Errorf("mpiguard could not read what the namespace's quotas hold (%w); nothing was admitted, retry the request", err)}
 }
 
 // Reason of the Warning Event on a job whose charge is unknown.
 const ReasonChargeUnknown = "QuotaChargeUnknown"
 
-// unreadable is unreadable(err), except that a stored job whose charge
-// cannot be known is named in the answer, with what unblocks the
-// namespace, and gets a Warning Event saying why its namespace is blocked.
-func (a *Admitter) unreadable(err error) error {
-	var unknown *UnknownChargeError
+// unavailableState is unavailable(err) for a quota state that could not
+// be read, except that a stored job whose charge cannot be known is named in
+// the answer, with what unblocks the namespace, and gets a Warning Event
+// saying why its namespace is blocked.
+func (a *Admitter) unavailableState(err error) error {
+	var unknown *reservations.UnknownChargeError
 	if !errors.As(err, &unknown) {
-		return unreadable(err)
+		return unavailable(err)
 	}
 	job := unknown.Job
 	if a.recorder != nil {

@@ -1,4 +1,4 @@
-package reservations
+package admit
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package reservations
+package retire
 
 import (
 	"context"
@@ -24,7 +24,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/internal/input"
 )
 
 // gpuPod is a running pod of TrainJob job's replicated job in team-a,
@@ -131,7 +130,7 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 	key := client.ObjectKey{Namespace: "mpiguard-system", Name: "team-a"}
-	setup := func(t *testing.T) (*Retirer, client.Client, *events.FakeRecorder, *time.Time) {
+	setup := func(t *testing.T) (*Reconciler, client.Client, *events.FakeRecorder, *time.Time) {
 		res := &v1alpha1.QuotaReservation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
 			Spec:       v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: []v1alpha1.ReservationEntry{entry("first", 2)}},
@@ -148,11 +147,11 @@ func TestRetirerRecordsWhatTheQuotaDoesNotCount(t *testing.T) {
 		c := fake.NewClientBuilder().WithScheme(retirerScheme(t)).WithObjects(objs...).Build()
 		now := start
 		recorder := events.NewFakeRecorder(10)
-		r := &Retirer{client: c, live: c, recorder: recorder, namespace: key.Namespace,
+		r := &Reconciler{client: c, live: c, recorder: recorder, namespace: key.Namespace,
 			now: func() time.Time { return now }, deleted: lru.New(deletedJobs), podsSeen: lru.New(deletedJobs)}
 		return r, c, recorder, &now
 	}
-	reconcileAt := func(t *testing.T, r *Retirer) reconcile.Result {
+	reconcileAt := func(t *testing.T, r *Reconciler) reconcile.Result {
 		t.Helper()
 		got, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
 		if err != nil {
@@ -312,32 +311,6 @@ func TestRecounted(t *testing.T) {
 
 // Admission reads a quota as counting what the leader found its status
 // lacks; a record of a quota deleted since changes nothing.
-func TestWithUncounted(t *testing.T) {
-	quotas := []corev1.ResourceQuota{
-		usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4", "pods", "2")),
-		usedQuota("other", list("pods", "10"), nil),
-	}
-	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Uncounted: []v1alpha1.UncountedUsage{
-		{ResourceQuota: "q", Usage: list("requests.nvidia.com/gpu", "4", "pods", "1")},
-		{ResourceQuota: "gone", Usage: list("pods", "1")},
-		{ResourceQuota: "other", Usage: list("pods", "1")},
-	}}}
-	added := withUncounted(quotas, res)
-	if diff := cmp.Diff(input.Uncounted{"q": res.Spec.Uncounted[0].Usage, "other": res.Spec.Uncounted[2].Usage}, added); diff != "" {
-		t.Errorf("what was added, by quota (-want +got):\n%s", diff)
-	}
-	got := map[string]string{}
-	for _, q := range quotas {
-		for name, v := range q.Status.Used {
-			got[q.Name+" "+string(name)] = v.String()
-		}
-	}
-	want := map[string]string{"q requests.nvidia.com/gpu": "8", "q pods": "3", "other pods": "1"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("status.used (-want +got):\n%s", diff)
-	}
-}
-
 // A pod that finished between the two lists may already have been given
 // back by the quota, and one created between them may not be in the quota
 // read before: neither counts when a shortfall is confirmed.

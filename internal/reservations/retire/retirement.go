@@ -1,12 +1,13 @@
-package reservations
+package retire
 
 import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
+	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // Reasons an entry is released, in events and the released metric.
@@ -58,10 +59,10 @@ func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string
 	switch {
 	case !job.DeletionTimestamp.IsZero():
 		return verdict{release: ReasonDeleted}
-	case Finished(job):
+	case jobstate.Finished(job):
 		return verdict{release: ReasonFinished}
-	case ptr.Deref(job.Spec.Suspend, false):
-		if e.Operation == v1alpha1.OperationUpdate && resumePending(e, job) {
+	case jobstate.Suspended(job):
+		if e.Operation == v1alpha1.OperationUpdate && reservations.ResumePending(job) {
 			// The resume this entry was admitted for has not landed (yet).
 			if now.Before(heldUntil(e)) {
 				return verdict{recheck: heldUntil(e)}
