@@ -108,7 +108,6 @@ func TestOutstanding(t *testing.T) {
 	}
 }
 
-
 func TestUnconfirmed(t *testing.T) {
 	held := func(job, uid, op string) v1alpha1.ReservationEntry {
 		e := entry(job, 1)
