@@ -64,7 +64,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	policies := a.Pipeline.Engine().Policies()
 	var (
 		out     []Result
-		waiting pipeline.Cluster // read once, for the first job that waits
+		waiting *pipeline.QuotaState // read once, for the first job that waits
 	)
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
@@ -73,7 +73,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 		if req == nil {
 			continue
 		}
-		judgeWith := a.cluster()
+		var against *pipeline.QuotaState // a running job: its namespace's quotas, nothing reserved
 		if !running {
 			if waiting == nil {
 				var err error
@@ -81,10 +81,10 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 					return nil, err
 				}
 			}
-			judgeWith = waiting
+			against = waiting
 		}
 		start := time.Now()
-		v, err := a.Pipeline.Run(ctx, judgeWith, req, pipeline.Validate)
+		v, err := a.Pipeline.RunAgainst(ctx, a.cluster(), req, pipeline.Validate, against)
 		out = append(out, JobResults(job, policies, v, err)...)
 		if err := a.yield(ctx, time.Since(start)); err != nil {
 			return nil, err
@@ -134,17 +134,19 @@ func (a *Auditor) ClusterRuntimes(ctx context.Context) ([]Result, error) {
 	return out, nil
 }
 
-// QuotaState is the Cluster a job of ns that would start pods now is judged
-// with (quotaState): `mpiguard check --from-cluster` judges new jobs with it.
-func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, error) {
-	return a.quotaState(ctx, ns)
+// QuotaState is the cluster a job of ns that would start pods now is read
+// from and the quota state it is judged against (quotaState): `mpiguard
+// check --from-cluster` judges new jobs with them.
+func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, *pipeline.QuotaState, error) {
+	state, err := a.quotaState(ctx, ns)
+	return a.cluster(), state, err
 }
 
-// quotaState is the Cluster waiting jobs of ns are judged with: the
-// namespace's quotas and what admitted jobs hold, read as the validating
-// webhook reads them for a resume (reservations.ReadState), so the numbers
-// are the ones admission would give.
-func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, error) {
+// quotaState is the quota state waiting jobs of ns are judged against: the
+// namespace's quotas and the reservations on them, read as the quota
+// transaction reads them (reservations.ReadState), so the numbers are the
+// ones admission would give.
+func (a *Auditor) quotaState(ctx context.Context, ns string) (*pipeline.QuotaState, error) {
 	c := a.Cluster
 	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: ns}}
 	if a.Reservations != nil {
@@ -165,7 +167,7 @@ func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Reservations, state.Uncounted), nil
+	return pipeline.NewQuotaState(state.Quotas, state.Reservations, state.Uncounted), nil
 }
 
 // sortResults orders results by kind, namespace, name and policy: reports

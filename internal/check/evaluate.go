@@ -61,7 +61,7 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	for _, s := range c.TrainJobs {
 		tj := s.TrainJob
 		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
-		v, err := p.Run(ctx, reader, req, pipeline.Admit)
+		v, err := p.RunAgainst(ctx, reader, req, pipeline.Admit, reader.quotaState(tj.Namespace))
 		if err == nil && v.Governed && jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
 			// The validating webhook reads what earlier jobs hold before
 			// deciding; one it cannot render fails the decision.
@@ -129,6 +129,12 @@ func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trai
 	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], quota.Reservation{TrainJob: key, UID: tj.UID, Parts: quota.PartsOf(view)})
 }
 
+// quotaState is what a job of namespace ns is judged against: its quotas
+// and the jobs admitted so far.
+func (r *clusterReader) quotaState(ns string) *pipeline.QuotaState {
+	return pipeline.NewQuotaState(r.quotasIn(ns), r.reserved[ns], nil)
+}
+
 var _ pipeline.Cluster = (*clusterReader)(nil)
 
 // JobSet: documents hold no JobSets; every job is rendered from its runtime.
@@ -152,7 +158,6 @@ func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Nam
 		Quotas:         r.quotasIn(name),
 		LimitRanges:    r.limitRangesIn(name),
 		RuntimeClasses: r.RuntimeClasses,
-		Reserved:       r.reserved[name],
 	}, nil
 }
 

@@ -136,7 +136,7 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 	if err != nil {
 		return nil, err
 	}
-	cluster := pipeline.WithQuotaState(r.cluster, idleQuotas(quotas), nil, nil)
+	idle := pipeline.NewQuotaState(idleQuotas(quotas), nil, nil)
 	old := job.DeepCopy()
 	old.Spec.Suspend = ptr.To(true)
 	var denials []string
@@ -146,7 +146,7 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 			return nil, err
 		}
 		req := &pipeline.Request{Operation: engine.Update, TrainJob: resumed(job, placed), OldTrainJob: old, RecordLater: true}
-		verdict, err := r.pipeline.Run(ctx, cluster, req, pipeline.Admit)
+		verdict, err := r.pipeline.RunAgainst(ctx, r.cluster, req, pipeline.Admit, idle)
 		if err != nil {
 			return nil, fmt.Errorf("judging TrainJob %s/%s on ResourceFlavor %s: %w", job.Namespace, job.Name, f.Name, err)
 		}

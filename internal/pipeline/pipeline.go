@@ -149,16 +149,24 @@ func (p *Pipeline) LastAdmission() time.Time {
 func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 
 // Run is admission in one call: Prepare, then (in stage Validate or
-// Admit) Judge against the quotas the namespace has. The mutating webhook,
-// `mpiguard check` and audit go through here; the quota reservation
-// transaction calls the two steps itself. An error means the request could
-// not be evaluated: reject it with the error, never allow it.
+// Admit) Judge against the quotas the namespace has, nothing reserved of
+// them. The mutating webhook goes through here. An error means the request
+// could not be evaluated: reject it with the error, never allow it.
 func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+	return p.RunAgainst(ctx, c, req, stage, nil)
+}
+
+// RunAgainst is Run judged against quota state state (Judge; nil: the
+// namespace's quotas, nothing reserved): audit, the Kueue check's
+// placement advice and `mpiguard check` go through here; the quota
+// reservation transaction calls the two steps itself, with the state it
+// read.
+func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stage Stage, state *QuotaState) (*Verdict, error) {
 	v, err := p.Prepare(ctx, c, req, stage)
 	if err != nil || !v.Governed || stage == Mutate {
 		return v, err
 	}
-	return p.Judge(ctx, v, nil)
+	return p.Judge(ctx, v, state)
 }
 
 // Prepare is the first step of a decision: it reads what the decision
@@ -208,8 +216,6 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		View:        view,
 		Namespace:   ns.Namespace,
 		Quotas:      ns.Quotas,
-		Uncounted:   ns.Uncounted,
-		Reserved:    WithoutJob(ns.Reserved, job),
 		Runtime:     runtimeMeta(rt),
 	}
 	if src.VolcanoQueues, err = volcanoQueues(ctx, c, view); err != nil {
@@ -257,8 +263,8 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 // decisions judges all its requests against one state. Neither the quotas
 // nor the reserved jobs may change while it is in use.
 type QuotaState struct {
-	Quotas   []corev1.ResourceQuota
-	Reserved []quota.Reservation
+	Quotas       []corev1.ResourceQuota
+	Reservations []quota.Reservation
 	// Uncounted is what of the quotas' status.used their controller had not
 	// counted (input.Uncounted): shown in denials, not added again.
 	Uncounted input.Uncounted
@@ -267,15 +273,15 @@ type QuotaState struct {
 
 // NewQuotaState returns the state of quotas, reserved and uncounted, their
 // holdings shared by the jobs judged against it.
-func NewQuotaState(quotas []corev1.ResourceQuota, reserved []quota.Reservation, uncounted input.Uncounted) *QuotaState {
-	return &QuotaState{Quotas: quotas, Reserved: reserved, Uncounted: uncounted, holdings: input.NewHoldings(quotas, reserved, uncounted)}
+func NewQuotaState(quotas []corev1.ResourceQuota, reservations []quota.Reservation, uncounted input.Uncounted) *QuotaState {
+	return &QuotaState{Quotas: quotas, Reservations: reservations, Uncounted: uncounted, holdings: input.NewHoldings(quotas, reservations, uncounted)}
 }
 
 // holdingsFor is what the reserved jobs other than job hold: job's own
 // reservation (a resume, a renewal) is left out of its decision.
 func (s *QuotaState) holdingsFor(job *trainer.TrainJob) *input.Holdings {
-	others := WithoutJob(s.Reserved, job)
-	if s.holdings != nil && len(others) == len(s.Reserved) {
+	others := WithoutJob(s.Reservations, job)
+	if s.holdings != nil && len(others) == len(s.Reservations) {
 		return s.holdings
 	}
 	return input.NewHoldings(s.Quotas, others, s.Uncounted)

@@ -200,8 +200,8 @@ func TestReservedLeavesOutTheJobDecided(t *testing.T) {
 		{"team-a/run", true},    // its own reservation: left out
 		{"team-a/other", false}, // another job holding as much: 24 of 16
 	} {
-		held := WithQuotaState(c, c.ns.Quotas, []quota.Reservation{{TrainJob: tc.holder, Parts: parts}}, nil)
-		v, err := p.Run(ctx, held, &Request{Operation: engine.Create, TrainJob: job}, Admit)
+		held := &QuotaState{Quotas: c.ns.Quotas, Reservations: []quota.Reservation{{TrainJob: tc.holder, Parts: parts}}}
+		v, err := p.RunAgainst(ctx, c, &Request{Operation: engine.Create, TrainJob: job}, Admit, held)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,11 +245,11 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	parts := quota.PartsOf(first.View)
 	for _, holder := range []string{"team-a/run", "team-a/other"} {
 		reserved := []quota.Reservation{{TrainJob: holder, Parts: parts}}
-		want, err := p.Run(ctx, WithQuotaState(c, c.ns.Quotas, reserved, nil), req, Admit)
+		want, err := p.RunAgainst(ctx, c, req, Admit, &QuotaState{Quotas: c.ns.Quotas, Reservations: reserved})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, state := range []*QuotaState{{Quotas: c.ns.Quotas, Reserved: reserved}, NewQuotaState(c.ns.Quotas, reserved, nil)} {
+		for _, state := range []*QuotaState{{Quotas: c.ns.Quotas, Reservations: reserved}, NewQuotaState(c.ns.Quotas, reserved, nil)} {
 			shared := state.holdings != nil
 			got, err := p.Judge(ctx, first, state)
 			if err != nil {
