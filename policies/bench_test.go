@@ -315,7 +315,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 			quotas[0].Spec.Hard[name] = q
 		}
 		quota.ChargeAgainst(holders, quotas)
-		judge := func(b *testing.B, state *pipeline.QuotaState) {
+		judge := func(b *testing.B, state *input.QuotaState) {
 			v, err := env.pipe.Judge(ctx, prepared, state)
 			if err != nil {
 				b.Fatal(err)
@@ -325,7 +325,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 			}
 		}
 		b.Run(tc.name+"/same-state", func(b *testing.B) {
-			state := pipeline.NewQuotaState(quotas, holders, nil)
+			state := input.NewQuotaState(quotas, holders, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				judge(b, state)
@@ -334,7 +334,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 		b.Run(tc.name+"/new-state", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				judge(b, pipeline.NewQuotaState(quotas, holders, nil))
+				judge(b, input.NewQuotaState(quotas, holders, nil))
 			}
 		})
 	}

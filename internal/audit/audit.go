@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations"
 )
@@ -64,7 +65,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	policies := a.Pipeline.Engine().Policies()
 	var (
 		out     []Result
-		waiting *pipeline.QuotaState // read once, for the first job that waits
+		waiting *input.QuotaState // read once, for the first job that waits
 	)
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
@@ -73,7 +74,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 		if req == nil {
 			continue
 		}
-		var against *pipeline.QuotaState // a running job: its namespace's quotas, nothing reserved
+		var against *input.QuotaState // a running job: its namespace's quotas, nothing reserved
 		if !running {
 			if waiting == nil {
 				var err error
@@ -137,7 +138,7 @@ func (a *Auditor) ClusterRuntimes(ctx context.Context) ([]Result, error) {
 // QuotaState is the cluster a job of ns that would start pods now is read
 // from and the quota state it is judged against (quotaState): `mpiguard
 // check --from-cluster` judges new jobs with them.
-func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, *pipeline.QuotaState, error) {
+func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, *input.QuotaState, error) {
 	state, err := a.quotaState(ctx, ns)
 	return a.cluster(), state, err
 }
@@ -146,7 +147,7 @@ func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, 
 // namespace's quotas and the reservations on them, read as the quota
 // transaction reads them (reservations.ReadState), so the numbers are the
 // ones admission would give.
-func (a *Auditor) quotaState(ctx context.Context, ns string) (*pipeline.QuotaState, error) {
+func (a *Auditor) quotaState(ctx context.Context, ns string) (*input.QuotaState, error) {
 	c := a.Cluster
 	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: ns}}
 	if a.Reservations != nil {
@@ -163,11 +164,8 @@ func (a *Auditor) quotaState(ctx context.Context, ns string) (*pipeline.QuotaSta
 	if live == nil {
 		live = c.Reader
 	}
-	state, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(a.cluster(), nsc), false)
-	if err != nil {
-		return nil, err
-	}
-	return pipeline.NewQuotaState(state.Quotas, state.Reservations, state.Uncounted), nil
+	state, _, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(a.cluster(), nsc), false)
+	return state, err
 }
 
 // sortResults orders results by kind, namespace, name and policy: reports

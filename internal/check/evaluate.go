@@ -13,6 +13,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
@@ -131,8 +132,8 @@ func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trai
 
 // quotaState is what a job of namespace ns is judged against: its quotas
 // and the jobs admitted so far.
-func (r *clusterReader) quotaState(ns string) *pipeline.QuotaState {
-	return pipeline.NewQuotaState(r.quotasIn(ns), r.reserved[ns], nil)
+func (r *clusterReader) quotaState(ns string) *input.QuotaState {
+	return input.NewQuotaState(r.quotasIn(ns), r.reserved[ns], nil)
 }
 
 var _ pipeline.Cluster = (*clusterReader)(nil)

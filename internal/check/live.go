@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
@@ -15,7 +16,7 @@ import (
 // the quota state it is judged against: its quotas with their usage and the
 // reservations on them, read as the quota transaction reads them
 // (audit.Auditor.QuotaState).
-type ClusterFor func(ctx context.Context, ns string) (pipeline.Cluster, *pipeline.QuotaState, error)
+type ClusterFor func(ctx context.Context, ns string) (pipeline.Cluster, *input.QuotaState, error)
 
 // EvaluateLive decides each TrainJob as a CREATE in the live cluster
 // clusterFor reads, through the admission pipeline (stage Admit), as the
@@ -36,7 +37,7 @@ func (ev *Evaluator) EvaluateLive(ctx context.Context, jobs []SourcedTrainJob, c
 	p := pipeline.New(ev.Renderer, ev.Engine)
 	type read struct {
 		cluster pipeline.Cluster
-		state   *pipeline.QuotaState
+		state   *input.QuotaState
 	}
 	clusters := map[string]read{}
 	results := make([]Result, 0, len(jobs))

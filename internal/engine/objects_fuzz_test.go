@@ -94,7 +94,7 @@ func FuzzObjectCounts(f *testing.F) {
 			holders = append(holders, quota.Reservation{TrainJob: "team-a/other", UID: "other", Parts: quota.PartsOf(view)})
 		}
 		req := &input.Source{
-			Operation: Create, User: "alice", TrainJob: tj, View: view, Quotas: []corev1.ResourceQuota{*q}, Reserved: holders,
+			Operation: Create, User: "alice", TrainJob: tj, View: view, Quotas: []corev1.ResourceQuota{*q}, Reservations: holders,
 			Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
 			Runtime:   input.RuntimeMeta{Kind: trainer.ClusterTrainingRuntimeKind, Name: rt.Name},
 		}

@@ -41,7 +41,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What admission does: serialise decisions in the namespace and
-	// pass the admitted-but-not-visible jobs as Reserved.
+	// pass the admitted-but-not-visible jobs as Reservations.
 	var mu sync.Mutex
 	var inflight []quota.Reservation
 	q := corev1.ResourceQuota{
@@ -62,7 +62,7 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 
 			mu.Lock()
 			defer mu.Unlock()
-			req.Reserved = inflight
+			req.Reservations = inflight
 			d, err := e.Decide(ctx, request(req))
 			if err != nil {
 				t.Error(err)

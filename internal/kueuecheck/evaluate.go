@@ -10,6 +10,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
@@ -70,7 +71,7 @@ func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) 
 		return &out, nil
 	}
 	// Would it fit a namespace where nothing is used or reserved?
-	idle, err := r.pipeline.Judge(ctx, verdict, &pipeline.QuotaState{Quotas: idleQuotas(res.Quotas)})
+	idle, err := r.pipeline.Judge(ctx, verdict, &input.QuotaState{Quotas: idleQuotas(res.Quotas)})
 	if err != nil {
 		return nil, err
 	}

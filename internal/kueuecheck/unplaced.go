@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations"
 )
@@ -136,7 +137,7 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 	if err != nil {
 		return nil, err
 	}
-	idle := pipeline.NewQuotaState(idleQuotas(quotas), nil, nil)
+	idle := input.NewQuotaState(idleQuotas(quotas), nil, nil)
 	old := job.DeepCopy()
 	old.Spec.Suspend = ptr.To(true)
 	var denials []string

@@ -11,7 +11,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/internal/gang"
-	"github.com/mpiguard/mpiguard/internal/quota"
 )
 
 // Cluster is what a decision reads of the cluster. The webhooks read the
@@ -45,25 +44,10 @@ type Namespace struct {
 	Namespace *corev1.Namespace
 	// Quotas are the namespace's ResourceQuotas; their status.used counts.
 	// What is reserved of them is not the namespace's: a decision is judged
-	// against a QuotaState (Pipeline.Judge).
+	// against a quota state (input.QuotaState, Pipeline.Judge).
 	Quotas []corev1.ResourceQuota
 	// LimitRanges default and bound the containers the job's pods get.
 	LimitRanges []corev1.LimitRange
 	// RuntimeClasses add their pod overhead to what pods are charged.
 	RuntimeClasses []nodev1.RuntimeClass
-}
-
-// WithoutJob leaves out the reservation of job (its name and UID): a job
-// being decided replaces its own. A create under the name of a live job has
-// another UID (the apiserver will refuse it as AlreadyExists): it is decided
-// against everything the live job holds, never in its place.
-func WithoutJob(reservations []quota.Reservation, job *trainer.TrainJob) []quota.Reservation {
-	key := job.Namespace + "/" + job.Name
-	out := make([]quota.Reservation, 0, len(reservations))
-	for _, r := range reservations {
-		if r.TrainJob != key || (r.UID != "" && r.UID != job.UID) {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -10,13 +10,11 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"gomodules.xyz/jsonpatch/v2"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/jobstate"
-	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
 
@@ -161,7 +159,7 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 // placement advice and `mpiguard check` go through here; the quota
 // reservation transaction calls the two steps itself, with the state it
 // read.
-func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stage Stage, state *QuotaState) (*Verdict, error) {
+func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stage Stage, state *input.QuotaState) (*Verdict, error) {
 	v, err := p.Prepare(ctx, c, req, stage)
 	if err != nil || !v.Governed || stage == Mutate {
 		return v, err
@@ -255,52 +253,22 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	return v, nil
 }
 
-// QuotaState is what a job is judged against besides itself: the
-// namespace's ResourceQuotas (status.used as read) and the jobs reserved
-// there whose pods the quotas do not count yet. Made by NewQuotaState, it
-// keeps what the reserved jobs hold of the quotas (input.Holdings) for every
-// job judged against it that holds nothing there itself: a round of quota
-// decisions judges all its requests against one state. Neither the quotas
-// nor the reserved jobs may change while it is in use.
-type QuotaState struct {
-	Quotas       []corev1.ResourceQuota
-	Reservations []quota.Reservation
-	// Uncounted is what of the quotas' status.used their controller had not
-	// counted (input.Uncounted): shown in denials, not added again.
-	Uncounted input.Uncounted
-	holdings  *input.Holdings // nil: built for each job judged
-}
-
-// NewQuotaState returns the state of quotas, reserved and uncounted, their
-// holdings shared by the jobs judged against it.
-func NewQuotaState(quotas []corev1.ResourceQuota, reservations []quota.Reservation, uncounted input.Uncounted) *QuotaState {
-	return &QuotaState{Quotas: quotas, Reservations: reservations, Uncounted: uncounted, holdings: input.NewHoldings(quotas, reservations, uncounted)}
-}
-
-// holdingsFor is what the reserved jobs other than job hold: job's own
-// reservation (a resume, a renewal) is left out of its decision.
-func (s *QuotaState) holdingsFor(job *trainer.TrainJob) *input.Holdings {
-	others := WithoutJob(s.Reservations, job)
-	if s.holdings != nil && len(others) == len(s.Reservations) {
-		return s.holdings
-	}
-	return input.NewHoldings(s.Quotas, others, s.Uncounted)
-}
-
 // Judge is the second step of a decision: every policy on a governed
-// verdict of Prepare (or of an earlier Judge), against state — nil: the
-// quotas the namespace had when it was prepared. Nothing is read or
+// verdict of Prepare (or of an earlier Judge), against quota state state —
+// nil: the quotas the namespace had when it was prepared, nothing reserved.
+// The job's own reservation in state (a resume, a renewal) is left out of
+// its decision. Nothing is read or
 // rendered again, so a quota round that lost its write to another replica
 // judges its requests again on a fresh read for the cost of the policies
 // alone. It returns a new verdict; v is unchanged.
-func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *QuotaState) (*Verdict, error) {
+func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *input.QuotaState) (*Verdict, error) {
 	if !v.Governed || v.request == nil {
 		return nil, errors.New("judge: only a governed verdict of Prepare can be judged")
 	}
 	er := *v.request
 	if state != nil {
 		var err error
-		if er.Input, err = er.Input.WithHoldings(state.holdingsFor(v.TrainJob)); err != nil {
+		if er.Input, err = er.Input.Against(state.Without(v.TrainJob.Namespace+"/"+v.TrainJob.Name, v.TrainJob.UID)); err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/gang"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -200,7 +201,7 @@ func TestReservedLeavesOutTheJobDecided(t *testing.T) {
 		{"team-a/run", true},    // its own reservation: left out
 		{"team-a/other", false}, // another job holding as much: 24 of 16
 	} {
-		held := &QuotaState{Quotas: c.ns.Quotas, Reservations: []quota.Reservation{{TrainJob: tc.holder, Parts: parts}}}
+		held := &input.QuotaState{Quotas: c.ns.Quotas, Reservations: []quota.Reservation{{TrainJob: tc.holder, Parts: parts}}}
 		v, err := p.RunAgainst(ctx, c, &Request{Operation: engine.Create, TrainJob: job}, Admit, held)
 		if err != nil {
 			t.Fatal(err)
@@ -231,8 +232,8 @@ func TestAuditJudgesUnchangedJobs(t *testing.T) {
 
 // TestJudgeIsRunOnAnotherQuotaState: judging a verdict again against
 // another quota state gives what a whole run against that state gives, and
-// so does judging a prepared one, whether the state's holdings are built
-// per judgement or shared (NewQuotaState: a job's own reservation is still
+// so does judging a prepared one, the state's reservations built once and
+// shared by both judgements (a job's own reservation is still
 // left out of its decision).
 func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	p, c := testPipeline(t), testCluster(t)
@@ -245,18 +246,18 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	parts := quota.PartsOf(first.View)
 	for _, holder := range []string{"team-a/run", "team-a/other"} {
 		reserved := []quota.Reservation{{TrainJob: holder, Parts: parts}}
-		want, err := p.RunAgainst(ctx, c, req, Admit, &QuotaState{Quotas: c.ns.Quotas, Reservations: reserved})
+		want, err := p.RunAgainst(ctx, c, req, Admit, &input.QuotaState{Quotas: c.ns.Quotas, Reservations: reserved})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, state := range []*QuotaState{{Quotas: c.ns.Quotas, Reservations: reserved}, NewQuotaState(c.ns.Quotas, reserved, nil)} {
-			shared := state.holdings != nil
+		for i, state := range []*input.QuotaState{{Quotas: c.ns.Quotas, Reservations: reserved}, input.NewQuotaState(c.ns.Quotas, reserved, nil)} {
+			made := []string{"as a literal", "by NewQuotaState"}[i]
 			got, err := p.Judge(ctx, first, state)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
-				t.Errorf("%s holding 12 GPUs, holdings shared %t: judged again allowed %t %q; run allowed %t %q", holder, shared, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+				t.Errorf("%s holding 12 GPUs, state made %s: judged again allowed %t %q; run allowed %t %q", holder, made, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
 			}
 			prepared, err := p.Prepare(ctx, c, req, Admit)
 			if err != nil {
@@ -269,7 +270,7 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
-				t.Errorf("%s holding 12 GPUs, holdings shared %t: prepared and judged allowed %t %q; run allowed %t %q", holder, shared, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+				t.Errorf("%s holding 12 GPUs, state made %s: prepared and judged allowed %t %q; run allowed %t %q", holder, made, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func TestReadState(t *testing.T) {
 		return podsView(1, 2), nil
 	}
 
-	state, err := ReadState(context.Background(), c, c, "team-a", res, renderStored, false)
+	state, _, err := ReadState(context.Background(), c, c, "team-a", res, renderStored, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestReadState(t *testing.T) {
 	}
 
 	t.Run("a job that cannot be rendered fails the read, naming it", func(t *testing.T) {
-		_, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
+		_, _, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
 			return nil, errors.New("runtime broken")
 		}, false)
 		if err == nil || !strings.Contains(err.Error(), `TrainJob half-started, which holds quota in "team-a": runtime broken`) {
@@ -100,7 +100,7 @@ func TestReadState(t *testing.T) {
 		}
 	})
 	t.Run("a job whose runtime is gone holds nothing", func(t *testing.T) {
-		state, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
+		state, _, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
 			return nil, nil
 		}, false)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/reservations"
@@ -64,15 +65,14 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 			failAll(pending, unavailable(err))
 			return
 		}
-		state, err := reservations.ReadState(ctx, a.cluster.Reader, a.cluster.Live, ns, res, a.pipeline.StoredRenderer(a.cluster, nsc), a.maxUnconfirmed > 0)
+		state, unconfirmed, err := reservations.ReadState(ctx, a.cluster.Reader, a.cluster.Live, ns, res, a.pipeline.StoredRenderer(a.cluster, nsc), a.maxUnconfirmed > 0)
 		if err != nil {
 			failAll(pending, a.unavailableState(err))
 			return
 		}
 		// One quota state for the decisions between two changes of the
 		// reservations: what they hold is built once for all of them.
-		held := state.Reservations
-		judged := pipeline.NewQuotaState(state.Quotas, held, state.Uncounted)
+		judged := state
 		var again, writing []*decision
 		var records []store.Record
 		for _, d := range round {
@@ -120,24 +120,23 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 				}
 				continue
 			}
-			if a.maxUnconfirmed > 0 && state.Unconfirmed >= a.maxUnconfirmed {
+			if a.maxUnconfirmed > 0 && unconfirmed >= a.maxUnconfirmed {
 				// Refused only on a live read, as a denial is: the
 				// entries seen may have been released since.
 				if live {
-					d.refuse(a.tooManyUnconfirmed(ns, state.Unconfirmed))
+					d.refuse(a.tooManyUnconfirmed(ns, unconfirmed))
 				} else {
 					again = append(again, d)
 				}
 				continue
 			}
-			state.Unconfirmed++ // held on trust until its create or resume lands
+			unconfirmed++ // held on trust until its create or resume lands
 			records = append(records, r)
 			writing = append(writing, d)
 			// The requests after it in this round see its reservation.
 			mine := []quota.Reservation{{TrainJob: ns + "/" + job.TrainJob.Name, UID: job.TrainJob.UID, Parts: parts}}
 			quota.ChargeAgainst(mine, state.Quotas)
-			held = append(pipeline.WithoutJob(held, job.TrainJob), mine...)
-			judged = pipeline.NewQuotaState(state.Quotas, held, state.Uncounted)
+			judged = input.NewQuotaState(state.Quotas, append(input.WithoutJob(judged.Reservations, mine[0].TrainJob, mine[0].UID), mine...), state.Uncounted)
 		}
 		if len(records) > 0 {
 			err = a.store.Put(ctx, res, records...)
@@ -164,7 +163,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 
 // judge decides d against a round's quota state: its prepared verdict
 // judged by the policies, nothing read or rendered again.
-func (a *Admitter) judge(ctx context.Context, d *decision, state *pipeline.QuotaState) error {
+func (a *Admitter) judge(ctx context.Context, d *decision, state *input.QuotaState) error {
 	v, err := a.pipeline.Judge(ctx, d.req.Prepared, state)
 	if err != nil {
 		return err

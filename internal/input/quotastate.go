@@ -7,30 +7,28 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mpiguard/mpiguard/internal/quota"
 )
 
-// Holdings is what a namespace's admitted jobs whose pods do not exist yet
-// (quota.Reservation) hold of each of its ResourceQuotas, as the policy input
-// shows it: input.quotas[].reserved and reservedBy, each demand's held,
-// heldDisplay and heldBy, and the held amounts input.job.objects reads. It
-// carries with the quotas what of their status.used their controller had
-// not counted (Uncounted), which each demand shows.
+// QuotaState is what a decision is judged against besides the job itself:
+// the namespace's ResourceQuotas (status.used as read), the reservations on
+// them (quota.Reservation: admitted jobs whose pods do not all exist yet),
+// and what of their status.used their controller had not counted
+// (Uncounted), as the policy input shows them: input.quotas[].reserved and
+// reservedBy, each demand's held, heldDisplay, heldBy and uncounted, and the
+// reserved amounts input.job.objects reads.
 //
-// It depends on the quotas and the holders only, not on the job judged, so a
+// It depends on the quotas and the reservations only, not on the job judged, so a
 // round of quota decisions builds it once for all the jobs it judges against
-// the same holders (pipeline.NewQuotaState) instead of once per decision:
-// listing every holder is O(holders), and an allowed decision against 250
-// holders took 4.3–5.2 ms listing them itself, 1.2 ms sharing them (BenchmarkJudgeManyHolders;
-// in a burst of creates, mpiguard's CPU per create −12%: docs/performance.md,
-// "Holdings built once per round"). It is built on first use, then read
-// only: safe for concurrent use. The quotas and holders must not change
-// while it is in use.
-type Holdings struct {
-	quotas    []corev1.ResourceQuota
-	holders   []quota.Reservation
-	uncounted Uncounted
+// the same reservations instead of once per decision. It is built on first
+// use, then read only: safe for concurrent use. Neither the quotas nor the
+// reservations may change while it is in use; use it by pointer.
+type QuotaState struct {
+	Quotas       []corev1.ResourceQuota
+	Reservations []quota.Reservation
+	Uncounted    Uncounted
 
 	once sync.Once
 	of   []quotaHoldings // by index in quotas
@@ -57,11 +55,35 @@ type heldPart struct {
 	byTerm  *ast.Term
 }
 
-// NewHoldings returns what holders hold of quotas, built when first read;
-// uncounted is what the quotas' status.used includes of pods their
-// controller had not counted (Source.Uncounted).
-func NewHoldings(quotas []corev1.ResourceQuota, holders []quota.Reservation, uncounted Uncounted) *Holdings {
-	return &Holdings{quotas: quotas, holders: holders, uncounted: uncounted}
+// NewQuotaState returns the quota state of quotas, the reservations on them
+// and what their status.used includes uncounted.
+func NewQuotaState(quotas []corev1.ResourceQuota, reservations []quota.Reservation, uncounted Uncounted) *QuotaState {
+	return &QuotaState{Quotas: quotas, Reservations: reservations, Uncounted: uncounted}
+}
+
+// Without is s without the reservation of the TrainJob key ("namespace/name")
+// with uid: a job being decided replaces its own (a resume, a renewal). A
+// create under the name of a live job has another UID: it is decided against
+// everything the live job holds, never in its place. s itself when it has
+// no such reservation.
+func (s *QuotaState) Without(key string, uid types.UID) *QuotaState {
+	others := WithoutJob(s.Reservations, key, uid)
+	if len(others) == len(s.Reservations) {
+		return s
+	}
+	return NewQuotaState(s.Quotas, others, s.Uncounted)
+}
+
+// WithoutJob is reservations without the one of the TrainJob key
+// ("namespace/name") with uid (QuotaState.Without).
+func WithoutJob(reservations []quota.Reservation, key string, uid types.UID) []quota.Reservation {
+	out := make([]quota.Reservation, 0, len(reservations))
+	for _, r := range reservations {
+		if r.TrainJob != key || (r.UID != "" && r.UID != uid) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Uncounted is, by ResourceQuota name, what the quota's status.used as
@@ -72,14 +94,14 @@ func NewHoldings(quotas []corev1.ResourceQuota, holders []quota.Reservation, unc
 type Uncounted map[string]corev1.ResourceList
 
 // quota returns what the holders hold of quotas[i].
-func (h *Holdings) quota(i int) *quotaHoldings {
+func (h *QuotaState) quota(i int) *quotaHoldings {
 	h.once.Do(h.build)
 	return &h.of[i]
 }
 
 // held returns, per quota, what the holders hold of each resource name
 // (quota.Reserved): what input.job.objects compares object counts with.
-func (h *Holdings) held() []map[corev1.ResourceName]*quota.Reserved {
+func (h *QuotaState) held() []map[corev1.ResourceName]*quota.Reserved {
 	h.once.Do(h.build)
 	out := make([]map[corev1.ResourceName]*quota.Reserved, len(h.of))
 	for i := range h.of {
@@ -88,11 +110,11 @@ func (h *Holdings) held() []map[corev1.ResourceName]*quota.Reserved {
 	return out
 }
 
-func (h *Holdings) build() {
-	h.of = make([]quotaHoldings, len(h.quotas))
-	for i := range h.quotas {
-		q := &h.quotas[i]
-		held, by := reservedFor(q, h.holders)
+func (h *QuotaState) build() {
+	h.of = make([]quotaHoldings, len(h.Quotas))
+	for i := range h.Quotas {
+		q := &h.Quotas[i]
+		held, by := reservedFor(q, h.Reservations)
 		reserved := corev1.ResourceList{}
 		for name, sum := range held {
 			reserved[name] = sum.Total
