@@ -166,7 +166,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 // admission is one webhook call's work: the pipeline's Mutate stage (the
 // mutating webhook) or Validate stage (the validating webhook), as the
 // webhooks call it.
-func (e *benchEnv) admission(ctx context.Context, tj *trainer.TrainJob, stage pipeline.Stage) (*pipeline.Verdict, error) {
+func (e *benchEnv) admission(ctx context.Context, tj *trainer.TrainJob, stage pipeline.Stage) (*pipeline.Evaluation, error) {
 	return e.pipe.Run(ctx, e.reader, &pipeline.Request{Operation: engine.Create, User: "bench", TrainJob: tj}, stage)
 }
 

@@ -121,7 +121,7 @@ func Request(job *trainer.TrainJob, running bool) *pipeline.Request {
 // JobResults turns what the pipeline made of a TrainJob's request into one
 // result per policy of the set: the policies without a violation pass. An
 // ungoverned job (not MPI) has no results; an error is one error result.
-func JobResults(job *trainer.TrainJob, policies []string, v *pipeline.Verdict, err error) []Result {
+func JobResults(job *trainer.TrainJob, policies []string, v *pipeline.Evaluation, err error) []Result {
 	ref := TrainJobRef(job)
 	if err != nil {
 		return []Result{{Object: ref, Policy: EvaluationPolicy, Status: Error, Message: err.Error()}}

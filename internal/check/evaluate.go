@@ -77,8 +77,8 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	return results, nil
 }
 
-// resultOf is what the pipeline made of job s: its verdict v, or err.
-func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
+// resultOf is what the pipeline made of job s: its evaluation v, or err.
+func resultOf(s SourcedTrainJob, v *pipeline.Evaluation, err error) Result {
 	tj := s.TrainJob
 	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
 	switch {
@@ -114,7 +114,7 @@ type clusterReader struct {
 
 // hold counts an admitted job that starts pods against its namespace's
 // quotas: the job as judged (v) when mpiguard governs it, else as stored.
-func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trainer.TrainJob, v *pipeline.Verdict) {
+func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trainer.TrainJob, v *pipeline.Evaluation) {
 	view := v.View
 	if !v.Governed {
 		ns, _ := r.Namespace(ctx, tj.Namespace)

@@ -52,7 +52,7 @@ func (ev *Evaluator) EvaluateLive(ctx context.Context, jobs []SourcedTrainJob, c
 				clusters[ns] = c
 			}
 		}
-		var v *pipeline.Verdict
+		var v *pipeline.Evaluation
 		if err == nil {
 			v, err = p.RunAgainst(ctx, c.cluster, &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: s.TrainJob}, pipeline.Admit, c.state)
 		}

@@ -191,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // answer sets the outcome on the Workload's checks, and tells the TrainJob
 // why it does not start (yet).
-func (r *Reconciler) answer(ctx context.Context, wl *kueue.Workload, job *trainer.TrainJob, checks []ownCheck, out Outcome) error {
+func (r *Reconciler) answer(ctx context.Context, wl *kueue.Workload, job *trainer.TrainJob, checks []ownCheck, out CheckState) error {
 	if err := r.setState(ctx, wl, checks, out); err != nil {
 		// A conflict: the Workload changed since it was read (evicted,
 		// say). Decided again on the next event; a reservation written
@@ -240,7 +240,7 @@ func (r *Reconciler) restoreRejection(ctx context.Context, wl *kueue.Workload) e
 	if err != nil || len(checks) == 0 {
 		return err
 	}
-	out := Outcome{State: kueue.CheckStatePending, Message: pipeline.Cut(msg.(string)+msgDeactivated, maxMessage, "…")}
+	out := CheckState{State: kueue.CheckStatePending, Message: pipeline.Cut(msg.(string)+msgDeactivated, maxMessage, "…")}
 	if err := r.setState(ctx, wl, checks, out); err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (r *Reconciler) trainJobOf(ctx context.Context, wl *kueue.Workload) (*train
 // event tells the TrainJob's owner why it does not start (yet): a Warning
 // with mpiguard's message, which `kubectl describe trainjob` shows next to
 // Kueue's events on the Workload.
-func (r *Reconciler) event(job *trainer.TrainJob, wl *kueue.Workload, out Outcome) {
+func (r *Reconciler) event(job *trainer.TrainJob, wl *kueue.Workload, out CheckState) {
 	if job == nil {
 		return
 	}

@@ -72,7 +72,7 @@ func (r *Reconciler) explainUnplaced(ctx context.Context, wl *kueue.Workload) er
 	}) < 0 {
 		return nil // said already
 	}
-	out := Outcome{State: kueue.CheckStatePending, Message: msg}
+	out := CheckState{State: kueue.CheckStatePending, Message: msg}
 	if err := r.setState(ctx, wl, checks, out); err != nil {
 		return err
 	}
@@ -147,14 +147,14 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 			return nil, err
 		}
 		req := &pipeline.Request{Operation: engine.Update, TrainJob: resumed(job, placed), OldTrainJob: old, RecordLater: true}
-		verdict, err := r.pipeline.RunAgainst(ctx, r.cluster, req, pipeline.Admit, idle)
+		evaluation, err := r.pipeline.RunAgainst(ctx, r.cluster, req, pipeline.Admit, idle)
 		if err != nil {
 			return nil, fmt.Errorf("judging TrainJob %s/%s on ResourceFlavor %s: %w", job.Namespace, job.Name, f.Name, err)
 		}
-		if !verdict.Governed || verdict.Allowed() {
+		if !evaluation.Governed || evaluation.Allowed() {
 			return nil, nil
 		}
-		denials = append(denials, "On ResourceFlavor "+f.Name+": "+verdict.DenialMessage())
+		denials = append(denials, "On ResourceFlavor "+f.Name+": "+evaluation.DenialMessage())
 	}
 	return denials, nil
 }

@@ -1,5 +1,5 @@
 // Package pipeline is mpiguard's one admission pipeline: the single place
-// where a TrainJob submit is turned into a verdict. The mutating and
+// where a TrainJob submit is turned into an evaluation. The mutating and
 // validating webhooks (webhooks/trainjob), the quota reservation transaction
 // (internal/reservations), the Kueue check, `mpiguard check`
 // (internal/check) and audit call the same two steps: Prepare (read the
@@ -18,5 +18,5 @@
 //	          mutate, apply the mutation, render again, judge (check, audit).
 //
 // Data flows one way: webhook or check -> pipeline -> render, quota, engine ->
-// Verdict. Nothing here knows about HTTP or AdmissionReviews.
+// Evaluation. Nothing here knows about HTTP or AdmissionReviews.
 package pipeline

@@ -10,6 +10,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
@@ -22,7 +23,7 @@ import (
 type Stage int
 
 const (
-	// Mutate is the mutating webhook's pass: the verdict carries the
+	// Mutate is the mutating webhook's pass: the evaluation carries the
 	// mutation and its patch, and no decision.
 	Mutate Stage = iota
 	// Validate is the validating webhook's pass: the job is judged as it
@@ -71,8 +72,8 @@ type Request struct {
 	RecordLater bool
 }
 
-// Verdict is what the pipeline made of a request.
-type Verdict struct {
+// Evaluation is what the pipeline made of a request.
+type Evaluation struct {
 	// Governed is false when mpiguard's policies have nothing to say about
 	// the request: not a CREATE or UPDATE, not an MPI TrainJob, a namespace
 	// an admin exempted (ExemptLabel), an UPDATE that changes nothing the
@@ -97,12 +98,21 @@ type Verdict struct {
 }
 
 // Allowed says whether the request may proceed: ungoverned, or allowed by
-// the decision (a Mutate verdict never denies).
-func (v *Verdict) Allowed() bool {
+// the decision (a Mutate evaluation never denies).
+func (v *Evaluation) Allowed() bool {
 	return !v.Governed || v.Decision == nil || v.Decision.Allowed
 }
 
-// Pipeline turns admission requests into verdicts with one renderer and one
+// Quotas are the ResourceQuotas a judged evaluation was judged against (nil
+// before Judge, or when ungoverned).
+func (v *Evaluation) Quotas() []corev1.ResourceQuota {
+	if v.request == nil || v.Decision == nil {
+		return nil
+	}
+	return v.request.Input.Source().Quotas
+}
+
+// Pipeline turns admission requests into evaluations with one renderer and one
 // policy engine. It is safe for concurrent use.
 type Pipeline struct {
 	renderer *render.Renderer
@@ -150,7 +160,7 @@ func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 // Admit) Judge against the quotas the namespace has, nothing reserved of
 // them. The mutating webhook goes through here. An error means the request
 // could not be evaluated: reject it with the error, never allow it.
-func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Evaluation, error) {
 	return p.RunAgainst(ctx, c, req, stage, nil)
 }
 
@@ -159,7 +169,7 @@ func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage
 // placement advice and `mpiguard check` go through here; the quota
 // reservation transaction calls the two steps itself, with the state it
 // read.
-func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stage Stage, state *input.QuotaState) (*Verdict, error) {
+func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stage Stage, state *input.QuotaState) (*Evaluation, error) {
 	v, err := p.Prepare(ctx, c, req, stage)
 	if err != nil || !v.Governed || stage == Mutate {
 		return v, err
@@ -171,13 +181,13 @@ func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stag
 // depends on from c once (the runtime, or the stored job's snapshot; the
 // namespace), says whether the policies govern the request at all, renders
 // the job, applies mpiguard's mutations (stages Mutate and Admit) and builds
-// the job's policy input. The verdict it returns has no Decision yet: Judge
+// the job's policy input. The evaluation it returns has no Decision yet: Judge
 // gives it one, against any quota state, as often as needed. In stage
-// Mutate the verdict is complete (Mutation and Patch).
-func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+// Mutate the evaluation is complete (Mutation and Patch).
+func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage Stage) (*Evaluation, error) {
 	rt, err := p.governedRuntime(ctx, c, req)
 	if err != nil || rt == nil {
-		return &Verdict{TrainJob: req.TrainJob}, err
+		return &Evaluation{TrainJob: req.TrainJob}, err
 	}
 	job := req.TrainJob
 	ns, err := c.Namespace(ctx, job.Namespace)
@@ -185,7 +195,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		return nil, err
 	}
 	if Exempt(ns.Namespace) {
-		return &Verdict{TrainJob: req.TrainJob}, nil
+		return &Evaluation{TrainJob: req.TrainJob}, nil
 	}
 	if !req.Audit {
 		p.admitted.Store(time.Now().UnixNano())
@@ -224,7 +234,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		return nil, err
 	}
 	er := &engine.Request{Input: doc}
-	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er, from: req}
+	v := &Evaluation{Governed: true, TrainJob: job, View: view, request: er, from: req}
 	if stage == Validate {
 		return v, nil
 	}
@@ -254,16 +264,16 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 }
 
 // Judge is the second step of a decision: every policy on a governed
-// verdict of Prepare (or of an earlier Judge), against quota state state —
+// evaluation of Prepare (or of an earlier Judge), against quota state state —
 // nil: the quotas the namespace had when it was prepared, nothing reserved.
 // The job's own reservation in state (a resume, a renewal) is left out of
 // its decision. Nothing is read or
 // rendered again, so a quota round that lost its write to another replica
 // judges its requests again on a fresh read for the cost of the policies
-// alone. It returns a new verdict; v is unchanged.
-func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *input.QuotaState) (*Verdict, error) {
+// alone. It returns a new evaluation; v is unchanged.
+func (p *Pipeline) Judge(ctx context.Context, v *Evaluation, state *input.QuotaState) (*Evaluation, error) {
 	if !v.Governed || v.request == nil {
-		return nil, errors.New("judge: only a governed verdict of Prepare can be judged")
+		return nil, errors.New("judge: only a governed evaluation of Prepare can be judged")
 	}
 	er := *v.request
 	if state != nil {
@@ -299,9 +309,9 @@ func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) 
 	return d, nil
 }
 
-// Record writes the final decision of a verdict whose request asked to
+// Record writes the final decision of an evaluation whose request asked to
 // record later to the decision log and metrics.
-func (p *Pipeline) Record(v *Verdict) {
+func (p *Pipeline) Record(v *Evaluation) {
 	if v.Governed && v.Decision != nil {
 		p.engine.Record(v.request, v.Decision)
 	}

@@ -87,7 +87,7 @@ func testCluster(t *testing.T) memCluster {
 }
 
 // TestAdmitIsMutateThenValidate: Admit, what `mpiguard check` and audit run,
-// gives the verdict the two webhooks give one after the other: the
+// gives the evaluation the two webhooks give one after the other: the
 // mutating pass's patch applied to the object, then the validating pass on
 // the result.
 func TestAdmitIsMutateThenValidate(t *testing.T) {
@@ -230,7 +230,7 @@ func TestAuditJudgesUnchangedJobs(t *testing.T) {
 	}
 }
 
-// TestJudgeIsRunOnAnotherQuotaState: judging a verdict again against
+// TestJudgeIsRunOnAnotherQuotaState: judging an evaluation again against
 // another quota state gives what a whole run against that state gives, and
 // so does judging a prepared one, the state's reservations built once and
 // shared by both judgements (a job's own reservation is still
@@ -275,7 +275,7 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 		}
 	}
 	if !first.Allowed() {
-		t.Error("Judge changed the verdict it was given")
+		t.Error("Judge changed the evaluation it was given")
 	}
 }
 

@@ -74,9 +74,9 @@ func refused(err error) *admission.Response {
 	return &resp
 }
 
-// answer is the response to a verdict: denied with every denial, or
+// answer is the response to an evaluation: denied with every denial, or
 // allowed, with the warnings either way.
-func answer(v *pipeline.Verdict) admission.Response {
+func answer(v *pipeline.Evaluation) admission.Response {
 	if !v.Allowed() {
 		return admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...)
 	}

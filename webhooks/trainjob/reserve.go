@@ -15,8 +15,8 @@ import (
 // is not suspended, a resume) through the quota reservation transaction
 // (admit.Admitter): judged against what the namespace's quotas hold,
 // and its reservation written before it is allowed.
-func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request, prepared *pipeline.Verdict) admission.Response {
-	res, err := v.reservations.Admit(ctx, admit.Request{Job: r, Prepared: prepared, ReviewUID: req.UID})
+func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request, prepared *pipeline.Evaluation) admission.Response {
+	evaluation, err := v.reservations.Admit(ctx, admit.Request{Job: r, Prepared: prepared, ReviewUID: req.UID})
 	var unavailable *admit.UnavailableError
 	switch {
 	case errors.As(err, &unavailable):
@@ -24,6 +24,6 @@ func (v Validator) decideReserving(ctx context.Context, req admission.Request, r
 	case err != nil:
 		return *refused(err)
 	}
-	v.pipeline.Record(res.Verdict)
-	return answer(res.Verdict)
+	v.pipeline.Record(evaluation)
+	return answer(evaluation)
 }

@@ -40,9 +40,9 @@ func (v Validator) decide(ctx context.Context, req admission.Request, r *pipelin
 	case jobstate.StartsPods(r.OldTrainJob, r.TrainJob):
 		return v.decideReserving(ctx, req, r, prepared)
 	}
-	verdict, err := v.pipeline.Judge(ctx, prepared, nil)
+	evaluation, err := v.pipeline.Judge(ctx, prepared, nil)
 	if err != nil {
 		return *refused(err)
 	}
-	return answer(verdict)
+	return answer(evaluation)
 }

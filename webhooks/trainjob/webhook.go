@@ -3,7 +3,7 @@
 // every other TrainJob is allowed untouched after one cached runtime lookup.
 // Each handler decodes the request, runs it through the admission pipeline
 // (internal/pipeline: render, quota, policy engine) and answers with its
-// verdict; the validating one also records the quota a job that starts pods
+// evaluation; the validating one also records the quota a job that starts pods
 // reserves (reserve.go).
 // controller-runtime's admission.Webhook serves each request and decodes the
 // AdmissionReview; decode.go reads the TrainJob with its admission.Decoder.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
@@ -37,7 +36,7 @@ type Admitter struct {
 	// recorder writes the Warning Event on a job whose charge is unknown
 	// (nil: none).
 	recorder events.EventRecorder
-	batches  *batches[*decision]
+	batches  *batches[*waiting]
 }
 
 // DefaultMaxUnconfirmed is the default cap of entries a namespace holds on
@@ -81,21 +80,10 @@ type Request struct {
 	// the validating webhook (the mutating webhook ran before it), Admit
 	// for a caller that judges both passes (the Kueue check). The
 	// transaction only judges it, against each quota state it reads.
-	Prepared *pipeline.Verdict
+	Prepared *pipeline.Evaluation
 	// ReviewUID is the AdmissionReview's UID, kept on the entry; "" when the
 	// decision is not an admission review's.
 	ReviewUID types.UID
-}
-
-// Result is the transaction's answer.
-type Result struct {
-	// Verdict is the final decision. When the transaction refused a job
-	// the policies allowed (its entry could not be written, a cap, a stale
-	// update), the refusal is one of its denials (policy quota-reservation)
-	// and nothing was reserved.
-	Verdict *pipeline.Verdict
-	// Quotas are the ResourceQuotas the verdict was judged against.
-	Quotas []corev1.ResourceQuota
 }
 
 // UnavailableError says the transaction could not decide: the namespace's
@@ -116,57 +104,62 @@ func (e *UnavailableError) Unwrap() error { return e.err }
 const reservationBudget = 8 * time.Second
 
 // Admit decides req and, when it is allowed and charges a quota, writes its
-// reservation before answering. The request joins its namespace's next
-// batch and waits for its answer. An error is either an *UnavailableError
-// (nothing decided: retry) or the pipeline's (the job could not be judged).
-func (a *Admitter) Admit(ctx context.Context, req Request) (Result, error) {
+// reservation before answering with the final evaluation: when the
+// transaction refused a job the policies allowed (its entry could not be
+// written, a cap, a stale update), the refusal is one of its denials
+// (policy quota-reservation) and nothing was reserved. The request joins its
+// namespace's next batch and waits for its answer. An error is either an
+// *UnavailableError (nothing decided: retry) or the pipeline's (the job
+// could not be judged).
+func (a *Admitter) Admit(ctx context.Context, req Request) (*pipeline.Evaluation, error) {
 	if !req.Prepared.Governed {
-		return Result{Verdict: req.Prepared}, nil // nothing to judge or hold
+		return req.Prepared, nil // nothing to judge or hold
 	}
 	req.Job.RecordLater = true
-	d := &decision{ctx: ctx, req: req, deadline: time.Now().Add(reservationBudget), done: make(chan outcome, 1)}
+	d := &waiting{ctx: ctx, req: req, deadline: time.Now().Add(reservationBudget), done: make(chan reply, 1)}
 	a.batches.add(req.Job.TrainJob.Namespace, d)
 	select {
 	case out := <-d.done:
-		return out.result, out.err
+		return out.evaluation, out.err
 	case <-ctx.Done():
 		// The batch still answers d (into its buffer) and writes no entry
 		// for it: it checks the context before each write.
-		return Result{}, &UnavailableError{fmt.Errorf("the request ended before mpiguard decided it: %w", ctx.Err())}
+		return nil, &UnavailableError{fmt.Errorf("the request ended before mpiguard decided it: %w", ctx.Err())}
 	}
 }
 
-// decision is one request waiting for its namespace's batch.
-type decision struct {
+// waiting is one request waiting for its namespace's batch.
+type waiting struct {
 	// ctx is the request's: once it is done, its caller has answered and
 	// nothing may be written for it.
 	ctx      context.Context
 	req      Request
 	deadline time.Time
-	// verdict, once judged, and the quotas it was judged against.
-	verdict *pipeline.Verdict
-	quotas  []corev1.ResourceQuota
+	// evaluation, once judged.
+	evaluation *pipeline.Evaluation
 	// rounds it took part in.
 	rounds int
-	done   chan outcome
+	done   chan reply
 }
 
-type outcome struct {
-	result Result
-	err    error
+// reply is the transaction's answer to one request: its final evaluation,
+// or why it could not decide.
+type reply struct {
+	evaluation *pipeline.Evaluation
+	err        error
 }
 
-// answer gives d its final verdict.
-func (d *decision) answer() { d.done <- outcome{result: Result{Verdict: d.verdict, Quotas: d.quotas}} }
+// answer gives d its final evaluation.
+func (d *waiting) answer() { d.done <- reply{evaluation: d.evaluation} }
 
 // fail answers d with err.
-func (d *decision) fail(err error) { d.done <- outcome{err: err} }
+func (d *waiting) fail(err error) { d.done <- reply{err: err} }
 
 // ended says why nothing may be written for d any more, "" while it may:
 // its request ended (the apiserver gave up on it, or its caller answered),
 // or its decision budget is spent. A write after that would hold quota for
 // a request whose outcome nobody waits for.
-func (d *decision) ended() string {
+func (d *waiting) ended() string {
 	switch {
 	case d.ctx.Err() != nil:
 		return fmt.Sprintf("the request ended before its quota reservation was written (%v), so nothing was reserved; retry the request", d.ctx.Err())

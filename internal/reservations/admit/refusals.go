@@ -12,14 +12,14 @@ const Policy = "quota-reservation"
 
 // refuse answers d, a job the policies judged, with a reason of the
 // transaction's: msg joins its decision's denials and nothing is reserved.
-func (d *decision) refuse(msg string) {
-	dec := *d.verdict.Decision
+func (d *waiting) refuse(msg string) {
+	dec := *d.evaluation.Decision
 	dec.Allowed = false
 	dec.Violations = append(dec.Violations[:len(dec.Violations):len(dec.Violations)],
 		engine.Violation{Policy: Policy, Action: engine.EnforceDeny, Field: "spec.trainer", Message: msg})
-	v := *d.verdict
+	v := *d.evaluation
 	v.Decision = &dec
-	d.verdict = &v
+	d.evaluation = &v
 	d.answer()
 }
 

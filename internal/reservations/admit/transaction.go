@@ -36,7 +36,7 @@ const maxAttempts = 10
 // A lost write (another replica wrote first) sends the round's allowed
 // requests to a new round on a live read; a request denied on the cache's
 // state is decided again on a live read before its denial stands.
-func (a *Admitter) decideBatch(ns string, batch []*decision) {
+func (a *Admitter) decideBatch(ns string, batch []*waiting) {
 	// The batch's reads and write serve every request in it: they are not
 	// bound to any one request's context.
 	ctx, cancel := context.WithTimeout(context.Background(), reservationBudget)
@@ -73,7 +73,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 		// One quota state for the decisions between two changes of the
 		// reservations: what they hold is built once for all of them.
 		judged := state
-		var again, writing []*decision
+		var again, writing []*waiting
 		var records []store.Record
 		for _, d := range round {
 			d.rounds++
@@ -82,7 +82,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 				continue
 			}
 			job := d.req.Job
-			switch allowed := d.verdict.Decision.Allowed; {
+			switch allowed := d.evaluation.Decision.Allowed; {
 			case !allowed && !live:
 				// Deny only on what the apiserver holds now: the cache, or
 				// this process's memory of its last write, may still show
@@ -96,7 +96,7 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 			// Jobs are held whenever a quota exists, whatever it limits
 			// now: each decision charges the parts against the quotas of
 			// its time, so a quota created while the job waits counts it.
-			parts := quota.PartsOf(d.verdict.View)
+			parts := quota.PartsOf(d.evaluation.View)
 			if len(parts) == 0 || len(state.Quotas) == 0 {
 				d.answer()
 				continue
@@ -161,22 +161,22 @@ func (a *Admitter) decideBatch(ns string, batch []*decision) {
 	}
 }
 
-// judge decides d against a round's quota state: its prepared verdict
+// judge decides d against a round's quota state: its prepared evaluation
 // judged by the policies, nothing read or rendered again.
-func (a *Admitter) judge(ctx context.Context, d *decision, state *input.QuotaState) error {
+func (a *Admitter) judge(ctx context.Context, d *waiting, state *input.QuotaState) error {
 	v, err := a.pipeline.Judge(ctx, d.req.Prepared, state)
 	if err != nil {
 		return err
 	}
-	d.verdict, d.quotas = v, state.Quotas
+	d.evaluation = v
 	return nil
 }
 
 // expire answers the requests whose budget is spent or that lost their write
 // too often, and returns the others.
-func expire(pending []*decision, lastErr error) []*decision {
+func expire(pending []*waiting, lastErr error) []*waiting {
 	now := time.Now()
-	var out []*decision
+	var out []*waiting
 	for _, d := range pending {
 		if d.rounds > 0 && (now.After(d.deadline) || d.rounds >= maxAttempts) {
 			d.refuse(notRecorded(d.req.Job.TrainJob.Namespace, d.rounds, lastErr))
@@ -188,7 +188,7 @@ func expire(pending []*decision, lastErr error) []*decision {
 }
 
 // record is the reservation of an allowed request, as the store writes it.
-func (a *Admitter) record(d *decision, parts []quota.Part) store.Record {
+func (a *Admitter) record(d *waiting, parts []quota.Part) store.Record {
 	now := time.Now()
 	job := d.req.Job
 	e := v1alpha1.ReservationEntry{
@@ -259,7 +259,7 @@ func (a *Admitter) unavailableState(err error) error {
 		job.Namespace, job.Name, unknown.Err, ReasonChargeUnknown)}
 }
 
-func failAll(ds []*decision, err error) {
+func failAll(ds []*waiting, err error) {
 	for _, d := range ds {
 		d.fail(err)
 	}

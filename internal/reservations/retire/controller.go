@@ -158,14 +158,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	verdicts := make([]verdict, len(res.Spec.Entries))
+	retirements := make([]retirement, len(res.Spec.Entries))
 	for i := range res.Spec.Entries {
 		e := &res.Spec.Entries[i]
-		if verdicts[i], err = r.verdictOf(ctx, ns, e, existing.Of(e.TrainJob, e.UID), now); err != nil {
+		if retirements[i], err = r.retirementOf(ctx, ns, e, existing.Of(e.TrainJob, e.UID), now); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	r.settle(res, verdicts, now)
+	r.settle(res, retirements, now)
 	record, next, err := r.recount(ctx, res, now)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -175,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		released []releasedEntry
 	)
 	for i := range res.Spec.Entries {
-		e, v := &res.Spec.Entries[i], verdicts[i]
+		e, v := &res.Spec.Entries[i], retirements[i]
 		if v.release != "" {
 			released = append(released, releasedEntry{entry: e, reason: v.release})
 			continue
@@ -216,22 +216,22 @@ type releasedEntry struct {
 	reason string
 }
 
-// verdictOf decides on entry e from the cache, and confirms with a live read
+// retirementOf decides on entry e from the cache, and confirms with a live read
 // when the cache alone cannot tell.
-func (r *Reconciler) verdictOf(ctx context.Context, ns string, e *v1alpha1.ReservationEntry, pods map[string]int32, now time.Time) (verdict, error) {
+func (r *Reconciler) retirementOf(ctx context.Context, ns string, e *v1alpha1.ReservationEntry, pods map[string]int32, now time.Time) (retirement, error) {
 	job, err := r.job(ctx, r.client, ns, e.TrainJob)
 	if err != nil {
-		return verdict{}, err
+		return retirement{}, err
 	}
 	_, deleted := r.deleted.Get(e.UID)
-	v := decide(e, job, pods, now, false, deleted)
+	v := retirementFor(e, job, pods, now, false, deleted)
 	if !v.confirm {
 		return v, nil
 	}
 	if job, err = r.job(ctx, r.live, ns, e.TrainJob); err != nil {
-		return verdict{}, err
+		return retirement{}, err
 	}
-	return decide(e, job, pods, now, true, deleted), nil
+	return retirementFor(e, job, pods, now, true, deleted), nil
 }
 
 func (r *Reconciler) job(ctx context.Context, reader client.Reader, ns, name string) (*trainer.TrainJob, error) {

@@ -40,12 +40,12 @@ func (r *Reconciler) quotaEvents() handler.EventHandler {
 	}
 }
 
-// settle keeps each entry that verdicts release for PodsCreated until
+// settle keeps each entry that retirements release for PodsCreated until
 // settle after this leader first saw its pods, so the object is still there
 // when a recompute that raced their creates is seen (counted.go).
-func (r *Reconciler) settle(res *v1alpha1.QuotaReservation, verdicts []verdict, now time.Time) {
-	for i := range verdicts {
-		if verdicts[i].release != ReasonPodsCreated {
+func (r *Reconciler) settle(res *v1alpha1.QuotaReservation, retirements []retirement, now time.Time) {
+	for i := range retirements {
+		if retirements[i].release != ReasonPodsCreated {
 			continue
 		}
 		key := admissionKey(&res.Spec.Entries[i])
@@ -55,7 +55,7 @@ func (r *Reconciler) settle(res *v1alpha1.QuotaReservation, verdicts []verdict, 
 			seen = now
 		}
 		if until := seen.(time.Time).Add(settle); now.Before(until) {
-			verdicts[i] = verdict{recheck: until}
+			retirements[i] = retirement{recheck: until}
 		} else {
 			r.podsSeen.Remove(key)
 		}

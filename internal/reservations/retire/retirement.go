@@ -20,8 +20,8 @@ const (
 	ReasonResumeNotApplied = "ResumeNotApplied"
 )
 
-// verdict is what to do with one entry.
-type verdict struct {
+// retirement is what to do with one entry.
+type retirement struct {
 	// release is the reason to release the entry, "" to keep it.
 	release string
 	// confirm: the cache alone cannot tell; read the TrainJob live and decide again.
@@ -35,7 +35,7 @@ type verdict struct {
 // taken on trust that much past its grace, never released early.
 const clockSkew = 5 * time.Second
 
-// decide is the pure decision for entry e, given its TrainJob as last seen
+// retirementFor is the pure decision for entry e, given its TrainJob as last seen
 // (nil when absent) and, per replicated job, its pods that exist. live says
 // whether job was read from the apiserver: only then may the absence of the
 // job, or a resume that never landed, release the entry. deleted says that
@@ -43,46 +43,46 @@ const clockSkew = 5 * time.Second
 // gone, so its entry goes at once instead of after its grace (a user who
 // deletes a job still waiting for its pods and submits it again is not
 // refused for the quota the deleted one held).
-func decide(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string]int32, now time.Time, live, deleted bool) verdict {
+func retirementFor(e *v1alpha1.ReservationEntry, job *trainer.TrainJob, pods map[string]int32, now time.Time, live, deleted bool) retirement {
 	if job == nil || (e.UID != "" && job.UID != e.UID) {
 		if deleted && e.UID != "" {
-			return verdict{release: ReasonDeleted}
+			return retirement{release: ReasonDeleted}
 		}
 		if now.Before(heldUntil(e)) {
-			return verdict{recheck: heldUntil(e)}
+			return retirement{recheck: heldUntil(e)}
 		}
 		if !live {
-			return verdict{confirm: true}
+			return retirement{confirm: true}
 		}
-		return verdict{release: ReasonNeverCreated}
+		return retirement{release: ReasonNeverCreated}
 	}
 	switch {
 	case !job.DeletionTimestamp.IsZero():
-		return verdict{release: ReasonDeleted}
+		return retirement{release: ReasonDeleted}
 	case jobstate.Finished(job):
-		return verdict{release: ReasonFinished}
+		return retirement{release: ReasonFinished}
 	case jobstate.Suspended(job):
 		if e.Operation == v1alpha1.OperationUpdate && reservations.ResumePending(job) {
 			// The resume this entry was admitted for has not landed (yet).
 			if now.Before(heldUntil(e)) {
-				return verdict{recheck: heldUntil(e)}
+				return retirement{recheck: heldUntil(e)}
 			}
 			if !live {
-				return verdict{confirm: true}
+				return retirement{confirm: true}
 			}
 			if job.Generation > e.ResumedFromGeneration {
-				return verdict{release: ReasonSuspended} // changed since: resumed and suspended again
+				return retirement{release: ReasonSuspended} // changed since: resumed and suspended again
 			}
-			return verdict{release: ReasonResumeNotApplied}
+			return retirement{release: ReasonResumeNotApplied}
 		}
-		return verdict{release: ReasonSuspended}
+		return retirement{release: ReasonSuspended}
 	}
 	for _, p := range e.Parts {
 		if pods[p.ReplicatedJob] < p.Pods {
-			return verdict{}
+			return retirement{}
 		}
 	}
-	return verdict{release: ReasonPodsCreated}
+	return retirement{release: ReasonPodsCreated}
 }
 
 // heldUntil is when entry e stops being taken on trust on this replica's

@@ -12,7 +12,7 @@ import (
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
-func TestDecide(t *testing.T) {
+func TestRetirementFor(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	within := metav1.NewTime(now.Add(10 * time.Second))
 	// Past the grace by more than another replica's clock may be ahead.
@@ -45,42 +45,42 @@ func TestDecide(t *testing.T) {
 		job   *trainer.TrainJob
 		pods  map[string]int32
 		live  bool
-		want  verdict
+		want  retirement
 	}{
-		{"job not seen yet, within grace: recheck at its end", created(within), nil, nil, false, verdict{recheck: within.Add(clockSkew)}},
-		{"just past the grace on this clock, within the skew: keep", created(skewed), nil, nil, true, verdict{recheck: skewed.Add(clockSkew)}},
-		{"job not in the cache after the grace: confirm live", created(past), nil, nil, false, verdict{confirm: true}},
-		{"job absent live after the grace: never created", created(past), nil, nil, true, verdict{release: ReasonNeverCreated}},
-		{"a job of the same name but another UID: never created", created(past), job(func(j *trainer.TrainJob) { j.UID = types.UID("u2") }), nil, true, verdict{release: ReasonNeverCreated}},
-		{"running, no pods yet: keep", created(past), job(nil), nil, false, verdict{}},
-		{"running, some pods: keep", created(past), job(nil), map[string]int32{"launcher": 1, "node": 1}, false, verdict{}},
-		{"every pod exists: the quota counts them", created(within), job(nil), allPods, false, verdict{release: ReasonPodsCreated}},
-		{"suspended after its create", created(within), job(suspended(5)), nil, false, verdict{release: ReasonSuspended}},
+		{"job not seen yet, within grace: recheck at its end", created(within), nil, nil, false, retirement{recheck: within.Add(clockSkew)}},
+		{"just past the grace on this clock, within the skew: keep", created(skewed), nil, nil, true, retirement{recheck: skewed.Add(clockSkew)}},
+		{"job not in the cache after the grace: confirm live", created(past), nil, nil, false, retirement{confirm: true}},
+		{"job absent live after the grace: never created", created(past), nil, nil, true, retirement{release: ReasonNeverCreated}},
+		{"a job of the same name but another UID: never created", created(past), job(func(j *trainer.TrainJob) { j.UID = types.UID("u2") }), nil, true, retirement{release: ReasonNeverCreated}},
+		{"running, no pods yet: keep", created(past), job(nil), nil, false, retirement{}},
+		{"running, some pods: keep", created(past), job(nil), map[string]int32{"launcher": 1, "node": 1}, false, retirement{}},
+		{"every pod exists: the quota counts them", created(within), job(nil), allPods, false, retirement{release: ReasonPodsCreated}},
+		{"suspended after its create", created(within), job(suspended(5)), nil, false, retirement{release: ReasonSuspended}},
 		{"finished", created(within), job(func(j *trainer.TrainJob) {
 			j.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
-		}), nil, false, verdict{release: ReasonFinished}},
-		{"being deleted", created(within), job(func(j *trainer.TrainJob) { j.DeletionTimestamp = &past }), nil, false, verdict{release: ReasonDeleted}},
-		{"resume admitted, cache still shows the suspended job: keep until the grace", resumed(within), job(suspended(3)), nil, false, verdict{recheck: within.Add(clockSkew)}},
-		{"resume not landed after the grace: confirm live", resumed(past), job(suspended(3)), nil, false, verdict{confirm: true}},
-		{"resume never applied", resumed(past), job(suspended(3)), nil, true, verdict{release: ReasonResumeNotApplied}},
-		{"Kueue's first write of its resume (placement, still suspended): keep until the grace", resumed(within), job(suspended(4)), nil, false, verdict{recheck: within.Add(clockSkew)}},
-		{"resumed, then suspended again: kept until the grace", resumed(within), job(suspended(5)), nil, false, verdict{recheck: within.Add(clockSkew)}},
-		{"resumed, then suspended again, past the grace", resumed(past), job(suspended(5)), nil, true, verdict{release: ReasonSuspended}},
-		{"resumed and running", resumed(past), job(nil), nil, false, verdict{}},
+		}), nil, false, retirement{release: ReasonFinished}},
+		{"being deleted", created(within), job(func(j *trainer.TrainJob) { j.DeletionTimestamp = &past }), nil, false, retirement{release: ReasonDeleted}},
+		{"resume admitted, cache still shows the suspended job: keep until the grace", resumed(within), job(suspended(3)), nil, false, retirement{recheck: within.Add(clockSkew)}},
+		{"resume not landed after the grace: confirm live", resumed(past), job(suspended(3)), nil, false, retirement{confirm: true}},
+		{"resume never applied", resumed(past), job(suspended(3)), nil, true, retirement{release: ReasonResumeNotApplied}},
+		{"Kueue's first write of its resume (placement, still suspended): keep until the grace", resumed(within), job(suspended(4)), nil, false, retirement{recheck: within.Add(clockSkew)}},
+		{"resumed, then suspended again: kept until the grace", resumed(within), job(suspended(5)), nil, false, retirement{recheck: within.Add(clockSkew)}},
+		{"resumed, then suspended again, past the grace", resumed(past), job(suspended(5)), nil, true, retirement{release: ReasonSuspended}},
+		{"resumed and running", resumed(past), job(nil), nil, false, retirement{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decide(tc.entry, tc.job, tc.pods, now, tc.live, false); got != tc.want {
+			if got := retirementFor(tc.entry, tc.job, tc.pods, now, tc.live, false); got != tc.want {
 				t.Errorf("decide = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
 }
 
-// TestDecideAfterADeletion: an entry whose job was seen deleted goes at once,
+// TestRetirementForADeletedJob: an entry whose job was seen deleted goes at once,
 // within its grace, from the cache alone; one without a UID cannot be matched
 // to a deletion and waits for its grace.
-func TestDecideAfterADeletion(t *testing.T) {
+func TestRetirementForADeletedJob(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	within := metav1.NewTime(now.Add(10 * time.Second))
 	entry := func(uid types.UID) *v1alpha1.ReservationEntry {
@@ -92,15 +92,15 @@ func TestDecideAfterADeletion(t *testing.T) {
 		name  string
 		entry *v1alpha1.ReservationEntry
 		job   *trainer.TrainJob
-		want  verdict
+		want  retirement
 	}{
-		{"deleted before its pods existed", entry("u1"), nil, verdict{release: ReasonDeleted}},
-		{"deleted, its name already reused by another job", entry("u1"), reused, verdict{release: ReasonDeleted}},
-		{"an entry without a UID", entry(""), nil, verdict{recheck: within.Add(clockSkew)}},
+		{"deleted before its pods existed", entry("u1"), nil, retirement{release: ReasonDeleted}},
+		{"deleted, its name already reused by another job", entry("u1"), reused, retirement{release: ReasonDeleted}},
+		{"an entry without a UID", entry(""), nil, retirement{recheck: within.Add(clockSkew)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decide(tc.entry, tc.job, nil, now, false, true); got != tc.want {
+			if got := retirementFor(tc.entry, tc.job, nil, now, false, true); got != tc.want {
 				t.Errorf("decide = %+v, want %+v", got, tc.want)
 			}
 		})
