@@ -1,3 +1,10 @@
+// Package admit is the quota ledger's admission transaction (Admitter): a
+// TrainJob that is about to start pods is judged against its namespace's
+// quota state (reservations.ReadState, pipeline.Judge) and, when allowed,
+// its reservation written to the store (internal/reservations/store) with
+// the resourceVersion read before the answer. Requests of one namespace are
+// decided in batches (batch.go) and refused, as denials, when their entry
+// cannot be written (refusals.go).
 package admit
 
 import (

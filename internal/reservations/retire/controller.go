@@ -1,3 +1,8 @@
+// Package retire is the quota ledger's retiring controller (Reconciler, on
+// the elected leader): it releases an entry once its TrainJob's pods exist
+// (the quota counts them), or the job is suspended, finished, deleted or
+// never appeared (retirement.go), and records what a ResourceQuota's
+// status.used misses of the pods that exist (counted.go, recount.go).
 package retire
 
 import (
@@ -44,8 +49,8 @@ const ControllerName = "mpiguard-quota-reservations"
 // Events on what it released, in the object's namespace.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler releases reservation entries that the quota counts now, or that will
-// never be charged. It runs on the elected leader only (a controller).
+// Reconciler releases reservation entries that the quota counts now, or that
+// will never be charged. It runs on the elected leader only (a controller).
 type Reconciler struct {
 	client client.Client
 	// live confirms what the cache cannot: that a TrainJob never appeared, or
