@@ -20,6 +20,7 @@ import (
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
 // podsView renders every job as a launcher and `node` replicated job of
@@ -189,16 +190,8 @@ func TestWithUncounted(t *testing.T) {
 	}
 }
 
-// usedQuota is ResourceQuota team-a/name limiting hard, its status counting used.
-func usedQuota(name string, hard, used corev1.ResourceList) corev1.ResourceQuota {
-	return corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
-		Spec: corev1.ResourceQuotaSpec{Hard: hard}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used}}
-}
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
+// The quotas of these tests.
+var (
+	usedQuota = fixtures.UsedQuota
+	list      = fixtures.ResourceList
+)

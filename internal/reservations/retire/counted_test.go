@@ -39,20 +39,6 @@ func gpuPod(i int, job, replicatedJob, gpus, pc string) corev1.Pod {
 	return p
 }
 
-// usedQuota is ResourceQuota team-a/name limiting hard, its status counting used.
-func usedQuota(name string, hard, used corev1.ResourceList) corev1.ResourceQuota {
-	return corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
-		Spec: corev1.ResourceQuotaSpec{Hard: hard}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used}}
-}
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
-
 func TestShortfalls(t *testing.T) {
 	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 	job := []corev1.Pod{gpuPod(0, "first", "launcher", "", ""), gpuPod(0, "first", "node", "4", ""), gpuPod(1, "first", "node", "4", "")}
