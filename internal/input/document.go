@@ -158,7 +158,7 @@ type runtimeInput struct {
 }
 
 // build assembles the parts of the document of src's job, its quotas held
-// as holdings says; the engine gives the parameters and the entries'
+// as the quota state says; the engine gives the parameters and the entries'
 // findings per evaluation (Document.Value).
 func build(src *Source, state *QuotaState) document {
 	in := document{

@@ -112,7 +112,7 @@ func quotasOf(src *Source, state *QuotaState) []quotaInput {
 
 // demandOf is demand[name]: this job's total and parts, the quota's hard and
 // used amounts of name (uncounted of it not counted by the quota's
-// controller), and what the holders hold of it (held).
+// controller), and what the reservations hold of it (held).
 func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobView, usage []corev1.ResourceList, selected []bool, held *heldPart, uncounted resource.Quantity) demandInput {
 	kind, res, _ := quota.ChargedName(name)
 	hard, used, missed := quota.Milli(q.Spec.Hard[name]), quota.Milli(q.Status.Used[name]), quota.Milli(uncounted)

@@ -31,11 +31,11 @@ type QuotaState struct {
 	Uncounted    Uncounted
 
 	once sync.Once
-	of   []quotaHoldings // by index in quotas
+	of   []reservedOfQuota // by index in quotas
 }
 
-// quotaHoldings is what the holders hold of one quota.
-type quotaHoldings struct {
+// reservedOfQuota is what the reservations hold of one quota.
+type reservedOfQuota struct {
 	held       map[corev1.ResourceName]*quota.Reserved // quota.Reserved
 	reserved   map[string]quantityInput
 	reservedBy []string
@@ -46,7 +46,7 @@ type quotaHoldings struct {
 	reservedTerm, reservedByTerm *ast.Term
 }
 
-// heldPart is what the holders hold of one quota resource name, as
+// heldPart is what the reservations hold of one quota resource name, as
 // input.quotas[].demand[name] shows it.
 type heldPart struct {
 	held    json.Number
@@ -93,13 +93,13 @@ func WithoutJob(reservations []quota.Reservation, key string, uid types.UID) []q
 // message can say why status.used exceeds what kubectl shows.
 type Uncounted map[string]corev1.ResourceList
 
-// quota returns what the holders hold of quotas[i].
-func (h *QuotaState) quota(i int) *quotaHoldings {
+// quota returns what the reservations hold of quotas[i].
+func (h *QuotaState) quota(i int) *reservedOfQuota {
 	h.once.Do(h.build)
 	return &h.of[i]
 }
 
-// held returns, per quota, what the holders hold of each resource name
+// held returns, per quota, what the reservations hold of each resource name
 // (quota.Reserved): what input.job.objects compares object counts with.
 func (h *QuotaState) held() []map[corev1.ResourceName]*quota.Reserved {
 	h.once.Do(h.build)
@@ -111,7 +111,7 @@ func (h *QuotaState) held() []map[corev1.ResourceName]*quota.Reserved {
 }
 
 func (h *QuotaState) build() {
-	h.of = make([]quotaHoldings, len(h.Quotas))
+	h.of = make([]reservedOfQuota, len(h.Quotas))
 	for i := range h.Quotas {
 		q := &h.Quotas[i]
 		held, by := reservedFor(q, h.Reservations)
@@ -119,7 +119,7 @@ func (h *QuotaState) build() {
 		for name, sum := range held {
 			reserved[name] = sum.Total
 		}
-		out := quotaHoldings{held: held, reserved: resourcesOf(reserved), reservedBy: list(by), names: map[corev1.ResourceName]*heldPart{}}
+		out := reservedOfQuota{held: held, reserved: resourcesOf(reserved), reservedBy: list(by), names: map[corev1.ResourceName]*heldPart{}}
 		out.reservedTerm, out.reservedByTerm = quantities(out.reserved), stringList(out.reservedBy)
 		for name := range q.Spec.Hard {
 			if _, res, ok := quota.ChargedName(name); ok {
@@ -130,7 +130,7 @@ func (h *QuotaState) build() {
 	}
 }
 
-// heldPartOf is what holders hold of a quota resource name of resource res.
+// heldPartOf is what reservations hold of a quota resource name of resource res.
 func heldPartOf(res string, held *quota.Reserved) *heldPart {
 	total, by := new(big.Int), []heldByInput{}
 	if held != nil {
@@ -143,10 +143,10 @@ func heldPartOf(res string, held *quota.Reserved) *heldPart {
 	return &heldPart{held: number(total), display: quota.Display(res, total), by: by, byTerm: listOf(by, (*heldByInput).value)}
 }
 
-// reservedFor is what holders hold of quota q per resource name, and the
-// holders that hold any of it, in the order given (input.quotas[].reservedBy).
-func reservedFor(q *corev1.ResourceQuota, holders []quota.Reservation) (map[corev1.ResourceName]*quota.Reserved, []string) {
-	held := quota.ReservedOf(q, holders)
+// reservedFor is what reservations hold of quota q per resource name, and the
+// reservations that hold any of it, in the order given (input.quotas[].reservedBy).
+func reservedFor(q *corev1.ResourceQuota, reservations []quota.Reservation) (map[corev1.ResourceName]*quota.Reserved, []string) {
+	held := quota.ReservedOf(q, reservations)
 	holding := map[string]bool{}
 	for _, h := range held {
 		for _, b := range h.By {
@@ -154,7 +154,7 @@ func reservedFor(q *corev1.ResourceQuota, holders []quota.Reservation) (map[core
 		}
 	}
 	var by []string
-	for _, h := range holders {
+	for _, h := range reservations {
 		if holding[h.TrainJob] {
 			by = append(by, h.TrainJob)
 			delete(holding, h.TrainJob) // a job listed twice is named once

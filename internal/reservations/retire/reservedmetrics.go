@@ -37,12 +37,12 @@ func (r *Reconciler) observeReserved(ctx context.Context, res *v1alpha1.QuotaRes
 }
 
 // setReserved replaces namespace ns's series: per quota, every resource it
-// limits, what holders hold of it.
-func setReserved(ns string, quotas []corev1.ResourceQuota, holders []quota.Reservation) {
+// limits, what reservations hold of it.
+func setReserved(ns string, quotas []corev1.ResourceQuota, outstanding []quota.Reservation) {
 	forgetReserved(ns)
 	for i := range quotas {
 		q := &quotas[i]
-		sums := quota.ReservedOf(q, holders)
+		sums := quota.ReservedOf(q, outstanding)
 		for name := range q.Spec.Hard {
 			var v float64
 			if held := sums[name]; held != nil {
