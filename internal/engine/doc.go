@@ -22,7 +22,7 @@
 // reject it, never allow it. Source.Reserved must hold the jobs quotas do not
 // count yet (admitted TrainJobs without pods, in-flight submits); serialise
 // decisions per namespace while computing it so concurrent submits cannot
-// together overshoot a quota (Document.WithHoldings judges the same job
+// together overshoot a quota (Document.Against judges the same job
 // against another quota state).
 //
 // # Policies

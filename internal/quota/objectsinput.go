@@ -80,7 +80,7 @@ func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []
 // ObjectQuotasOf is input.job.objects.quotas of a job rendered as view whose
 // input.job.objects.created is created, judged against quotas as
 // ObjectsInputOf is: the part a new quota state changes
-// (input.Document.WithHoldings builds only it again).
+// (input.Document.Against builds only it again).
 func ObjectQuotasOf(view *render.JobView, created []CreatedInput, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Reserved) []ObjectQuotaInput {
 	out := []ObjectQuotaInput{}
 	if view.RunsElsewhere {

@@ -146,7 +146,7 @@ func TestUndecodableSpecIsRefused(t *testing.T) {
 	err := CheckReadable(res)
 	var invalid *InvalidError
 	if !errors.As(err, &invalid) {
-		t.Fatalf("checkReadable = %v, want an *InvalidError", err)
+		t.Fatalf("CheckReadable = %v, want an *InvalidError", err)
 	}
 	for _, want := range []string{"spec.entries[0]", "parts.pods", "kubectl edit quotareservation -n mpiguard-system team-a"} {
 		if !strings.Contains(err.Error(), want) {
