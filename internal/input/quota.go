@@ -72,7 +72,7 @@ type partInput struct {
 }
 
 // quotasOf builds input.quotas of src's job, the quotas reserved as state
-// says (built from src.Quotas and src.Reserved). It is built per quota state
+// says (built from src.Quotas and src.Reservations). It is built per quota state
 // (New, Document.Against): status.used and the jobs holding a quota
 // change with every admission in the namespace. A job whose pods another
 // cluster runs (render.JobView.RunsElsewhere: Kueue's MultiKueue) is charged
