@@ -77,7 +77,7 @@ FUZZ_TARGETS = \
   runtimes/constraints:FuzzParseConstraints \
   internal/check:FuzzReadDocuments \
   internal/check:FuzzCheck \
-  internal/reservations:FuzzReadReservation
+  internal/reservations/store:FuzzReadReservation
 
 ##@ General
 

@@ -166,7 +166,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 // admission is one webhook call's work: the pipeline's Mutate stage (the
 // mutating webhook) or Validate stage (the validating webhook), as the
 // webhooks call it.
-func (e *benchEnv) admission(ctx context.Context, tj *trainer.TrainJob, stage pipeline.Stage) (*pipeline.Verdict, error) {
+func (e *benchEnv) admission(ctx context.Context, tj *trainer.TrainJob, stage pipeline.Stage) (*pipeline.Evaluation, error) {
 	return e.pipe.Run(ctx, e.reader, &pipeline.Request{Operation: engine.Create, User: "bench", TrainJob: tj}, stage)
 }
 
@@ -300,9 +300,9 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 		b.Fatal(err)
 	}
 	parts := quota.PartsOf(prepared.View)
-	holders := make([]engine.Reservation, 250)
+	holders := make([]quota.Reservation, 250)
 	for i := range holders {
-		holders[i] = engine.Reservation{TrainJob: fmt.Sprintf("team-eu/held-%03d", i), UID: types.UID(fmt.Sprint(i)), Parts: parts}
+		holders[i] = quota.Reservation{TrainJob: fmt.Sprintf("team-eu/held-%03d", i), UID: types.UID(fmt.Sprint(i)), Parts: parts}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -315,7 +315,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 			quotas[0].Spec.Hard[name] = q
 		}
 		quota.ChargeAgainst(holders, quotas)
-		judge := func(b *testing.B, state *pipeline.QuotaState) {
+		judge := func(b *testing.B, state *input.QuotaState) {
 			v, err := env.pipe.Judge(ctx, prepared, state)
 			if err != nil {
 				b.Fatal(err)
@@ -325,7 +325,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 			}
 		}
 		b.Run(tc.name+"/same-state", func(b *testing.B) {
-			state := pipeline.NewQuotaState(quotas, holders, nil)
+			state := input.NewQuotaState(quotas, holders, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				judge(b, state)
@@ -334,7 +334,7 @@ func BenchmarkJudgeManyHolders(b *testing.B) {
 		b.Run(tc.name+"/new-state", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				judge(b, pipeline.NewQuotaState(quotas, holders, nil))
+				judge(b, input.NewQuotaState(quotas, holders, nil))
 			}
 		})
 	}

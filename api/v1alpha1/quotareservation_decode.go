@@ -15,7 +15,7 @@ import (
 // object) and end every watch at the object's event, and with them
 // mpiguard's informer in every namespace: quota would stay held everywhere.
 // Kept, it fails only the readers of its own object, which look at
-// DecodeError first (reservations.checkReadable). Malformed JSON is still returned: the
+// DecodeError first (store.CheckReadable in internal/reservations/store). Malformed JSON is still returned: the
 // apiserver never stores any.
 //
 // The decoder is the one the apiserver's clients use for JSON

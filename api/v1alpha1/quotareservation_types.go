@@ -37,15 +37,6 @@ type QuotaReservation struct {
 
 // QuotaReservationSpec lists the entries of one governed namespace.
 type QuotaReservationSpec struct {
-	// format is the layout of this object its writer knew (mpiguard's
-	// reservations.Format). A replica that knows an older one refuses to
-	// rewrite the object, which would drop the fields it does not know:
-	// during a rolling upgrade its admissions answer "retry" for that
-	// namespace until the newer replicas answer. Absent: written before
-	// formats existed.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	Format int32 `json:"format,omitempty"`
 	// namespace is the governed namespace whose ResourceQuotas the entries are charged against.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -139,7 +130,8 @@ type ReservationEntry struct {
 	Parts []ReservedPart `json:"parts,omitempty"`
 }
 
-// ReservedPart is what the pods of one replicated job charge.
+// ReservedPart is what the pods of one replicated job charge, or, in the
+// part of no replicated job, what the job's other objects count.
 type ReservedPart struct {
 	// replicatedJob is the JobSet replicated job (launcher, node, ...);
 	// empty in the part of the job's other objects.
@@ -151,41 +143,27 @@ type ReservedPart struct {
 	// +optional
 	Pods int32 `json:"pods,omitempty"`
 	// shape is the index in spec.podShapes of what one of its pods counts
-	// for quota. mpiguard writes it in place of perPod and scope, and reads
-	// it back into them.
+	// for quota and what quota scopes select it by. Each quota decision
+	// charges it against the ResourceQuotas that exist then, so a quota
+	// created or changed while the job waits for its pods counts it too.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Shape *int32 `json:"shape,omitempty"`
-	// PodShape, inline: what one of its pods counts for quota (perPod) and
-	// what quota scopes select it by (scope). Each quota decision charges it
-	// against the ResourceQuotas that exist then, so a quota created or
-	// changed while the job waits for its pods counts it too.
-	PodShape `json:",inline"`
 	// jobs is how many Jobs the JobSet controller creates for this
 	// replicated job (its replicas), which count/jobs.batch quotas charge:
 	// held until all its pods exist (a Job exists before its pods).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Jobs int32 `json:"jobs,omitempty"`
-	// objects is, in the part of no replicated job (replicatedJob "", pods
-	// 0), what the other objects the Trainer and the JobSet controller
-	// create for the job (its JobSet, headless Service, SSH Secret,
-	// ConfigMaps, PodGroup, PersistentVolumeClaims) count for object-count
-	// quotas, by their count/<resource>.<group> names: held until any pod of
-	// the job exists (they are all created before its first pod).
-	// +optional
-	Objects corev1.ResourceList `json:"objects,omitempty"`
-	// objectsShape is the index in spec.objectShapes of objects. mpiguard
-	// writes it in place of objects, and reads it back into them.
+	// objectsShape is, in the part of no replicated job (replicatedJob "",
+	// pods 0), the index in spec.objectShapes of what the other objects the
+	// Trainer and the JobSet controller create for the job (its JobSet,
+	// headless Service, SSH Secret, ConfigMaps, PodGroup,
+	// PersistentVolumeClaims) count for object-count quotas: held until any
+	// pod of the job exists (they are all created before its first pod).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ObjectsShape *int32 `json:"objectsShape,omitempty"`
-	// quotas is what entries written by mpiguard before perPod held: one
-	// pod's charge per ResourceQuota, frozen at admission. Read only when
-	// perPod is empty (entries written before an upgrade); never written.
-	// +listType=atomic
-	// +optional
-	Quotas []QuotaCharge `json:"quotas,omitempty"`
 }
 
 // PodShape is what one pod counts for quota.
@@ -214,14 +192,6 @@ type PodScope struct {
 	// namespaces (scope CrossNamespacePodAffinity).
 	// +optional
 	CrossNamespaceAffinity bool `json:"crossNamespaceAffinity,omitempty"`
-}
-
-// QuotaCharge is what one pod charges one ResourceQuota.
-type QuotaCharge struct {
-	// quota is the ResourceQuota's name.
-	Quota string `json:"quota"`
-	// perPod is the amount per quota resource name (requests.nvidia.com/gpu, pods, ...).
-	PerPod corev1.ResourceList `json:"perPod"`
 }
 
 // QuotaReservationList is a list of QuotaReservations.

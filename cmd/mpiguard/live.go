@@ -11,7 +11,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
 
 // liveFlags are the flags of the subcommands that read a live cluster (audit,
@@ -56,6 +56,6 @@ func (l liveFlags) auditor(c client.Client, ev *check.Evaluator) *audit.Auditor 
 	return &audit.Auditor{
 		Pipeline:     pipeline.New(ev.Renderer, ev.Engine),
 		Cluster:      pipeline.ClientCluster{Reader: c, Live: c},
-		Reservations: reservations.NewStore(c, c, nil, l.mpiguardNS),
+		Reservations: store.NewStore(c, c, nil, l.mpiguardNS),
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations"
 )
 
 // ReservationReader reads a namespace's QuotaReservation
-// (reservations.Store.Get; a namespace without one reads as empty).
+// (store.Store.Get in internal/reservations/store; a namespace without one reads as empty).
 type ReservationReader interface {
 	Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error)
 }
@@ -64,7 +65,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	policies := a.Pipeline.Engine().Policies()
 	var (
 		out     []Result
-		waiting pipeline.Cluster // read once, for the first job that waits
+		waiting *input.QuotaState // read once, for the first job that waits
 	)
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
@@ -73,7 +74,7 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 		if req == nil {
 			continue
 		}
-		judgeWith := a.cluster()
+		var against *input.QuotaState // a running job: its namespace's quotas, nothing reserved
 		if !running {
 			if waiting == nil {
 				var err error
@@ -81,10 +82,10 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 					return nil, err
 				}
 			}
-			judgeWith = waiting
+			against = waiting
 		}
 		start := time.Now()
-		v, err := a.Pipeline.Run(ctx, judgeWith, req, pipeline.Validate)
+		v, err := a.Pipeline.RunAgainst(ctx, a.cluster(), req, pipeline.Validate, against)
 		out = append(out, JobResults(job, policies, v, err)...)
 		if err := a.yield(ctx, time.Since(start)); err != nil {
 			return nil, err
@@ -134,17 +135,19 @@ func (a *Auditor) ClusterRuntimes(ctx context.Context) ([]Result, error) {
 	return out, nil
 }
 
-// QuotaState is the Cluster a job of ns that would start pods now is judged
-// with (quotaState): `mpiguard check --from-cluster` judges new jobs with it.
-func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, error) {
-	return a.quotaState(ctx, ns)
+// QuotaState is the cluster a job of ns that would start pods now is read
+// from and the quota state it is judged against (quotaState): `mpiguard
+// check --from-cluster` judges new jobs with them.
+func (a *Auditor) QuotaState(ctx context.Context, ns string) (pipeline.Cluster, *input.QuotaState, error) {
+	state, err := a.quotaState(ctx, ns)
+	return a.cluster(), state, err
 }
 
-// quotaState is the Cluster waiting jobs of ns are judged with: the
-// namespace's quotas and what admitted jobs hold, read as the validating
-// webhook reads them for a resume (reservations.ReadState), so the numbers
-// are the ones admission would give.
-func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, error) {
+// quotaState is the quota state waiting jobs of ns are judged against: the
+// namespace's quotas and the reservations on them, read as the quota
+// transaction reads them (reservations.ReadState), so the numbers are the
+// ones admission would give.
+func (a *Auditor) quotaState(ctx context.Context, ns string) (*input.QuotaState, error) {
 	c := a.Cluster
 	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: ns}}
 	if a.Reservations != nil {
@@ -161,11 +164,8 @@ func (a *Auditor) quotaState(ctx context.Context, ns string) (pipeline.Cluster, 
 	if live == nil {
 		live = c.Reader
 	}
-	state, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(a.cluster(), nsc), false)
-	if err != nil {
-		return nil, err
-	}
-	return pipeline.WithQuotaState(a.cluster(), state.Quotas, state.Holders, state.Uncounted), nil
+	state, _, err := reservations.ReadState(ctx, c.Reader, live, ns, res, a.Pipeline.StoredRenderer(a.cluster(), nsc), false)
+	return state, err
 }
 
 // sortResults orders results by kind, namespace, name and policy: reports

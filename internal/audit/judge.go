@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations"
 	"github.com/mpiguard/mpiguard/runtimes/template"
@@ -105,7 +106,7 @@ func Running(job *trainer.TrainJob, existing reservations.Existing) bool {
 // and new not: would it fit if it started now. The decision log is for
 // admissions: RecordLater, and audit never records.
 func Request(job *trainer.TrainJob, running bool) *pipeline.Request {
-	if reservations.Finished(job) || !job.DeletionTimestamp.IsZero() {
+	if jobstate.Finished(job) || !job.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	req := &pipeline.Request{Operation: engine.Update, TrainJob: job, OldTrainJob: job, Audit: true, RecordLater: true}
@@ -120,7 +121,7 @@ func Request(job *trainer.TrainJob, running bool) *pipeline.Request {
 // JobResults turns what the pipeline made of a TrainJob's request into one
 // result per policy of the set: the policies without a violation pass. An
 // ungoverned job (not MPI) has no results; an error is one error result.
-func JobResults(job *trainer.TrainJob, policies []string, v *pipeline.Verdict, err error) []Result {
+func JobResults(job *trainer.TrainJob, policies []string, v *pipeline.Evaluation, err error) []Result {
 	ref := TrainJobRef(job)
 	if err != nil {
 		return []Result{{Object: ref, Policy: EvaluationPolicy, Status: Error, Message: err.Error()}}

@@ -110,21 +110,21 @@ func TestJobResults(t *testing.T) {
 	j := job(nil)
 	ref := TrainJobRef(j)
 	policies := []string{"aggregate-quota", "max-duration", "slots-gpus"}
-	verdict := func(vs ...engine.Violation) *pipeline.Verdict {
-		return &pipeline.Verdict{Governed: true, TrainJob: j, Decision: &engine.Decision{Violations: vs, PolicySetVersion: "v1"}}
+	evaluation := func(vs ...engine.Violation) *pipeline.Evaluation {
+		return &pipeline.Evaluation{Governed: true, TrainJob: j, Decision: &engine.Decision{Violations: vs, PolicySetVersion: "v1"}}
 	}
 	pass := func(p string) Result { return Result{Object: ref, Policy: p, Status: Pass, PolicySetVersion: "v1"} }
 	cases := map[string]struct {
-		verdict *pipeline.Verdict
-		err     error
-		want    []Result
+		evaluation *pipeline.Evaluation
+		err        error
+		want       []Result
 	}{
 		"nothing found: every policy passes": {
-			verdict: verdict(),
-			want:    []Result{pass("aggregate-quota"), pass("max-duration"), pass("slots-gpus")},
+			evaluation: evaluation(),
+			want:       []Result{pass("aggregate-quota"), pass("max-duration"), pass("slots-gpus")},
 		},
 		"a denial fails its policy with the admission line, without the policy prefix": {
-			verdict: verdict(engine.Violation{Policy: "aggregate-quota", Action: engine.EnforceDeny, Field: "spec.trainer", Message: "TrainJob needs 8 cpu (launcher 0 + 2 workers x 4) but ResourceQuota \"q\" has 4 of 4 free; reduce workers to 1, or ask an admin to raise the quota"}),
+			evaluation: evaluation(engine.Violation{Policy: "aggregate-quota", Action: engine.EnforceDeny, Field: "spec.trainer", Message: "TrainJob needs 8 cpu (launcher 0 + 2 workers x 4) but ResourceQuota \"q\" has 4 of 4 free; reduce workers to 1, or ask an admin to raise the quota"}),
 			want: []Result{
 				{Object: ref, Policy: "aggregate-quota", Status: Fail, PolicySetVersion: "v1", Field: "spec.trainer",
 					Message: "spec.trainer: TrainJob needs 8 cpu (launcher 0 + 2 workers x 4) but ResourceQuota \"q\" has 4 of 4 free; reduce workers to 1, or ask an admin to raise the quota"},
@@ -132,7 +132,7 @@ func TestJobResults(t *testing.T) {
 			},
 		},
 		"several violations of one policy: one result, joined; a deny among warnings fails": {
-			verdict: verdict(
+			evaluation: evaluation(
 				engine.Violation{Policy: "slots-gpus", Action: engine.EnforceWarn, Field: "spec.trainer.numProcPerNode", Message: "a"},
 				engine.Violation{Policy: "slots-gpus", Action: engine.EnforceDeny, Field: "spec.trainer.resourcesPerNode", Message: "b"},
 				engine.Violation{Policy: "slots-gpus", Action: engine.EnforceDeny, Field: "spec.trainer.resourcesPerNode", Message: "c"},
@@ -142,7 +142,7 @@ func TestJobResults(t *testing.T) {
 					Message: "spec.trainer.numProcPerNode: a; spec.trainer.resourcesPerNode: b; spec.trainer.resourcesPerNode: c"}},
 		},
 		"a warning warns; a dryrun policy warns and says so; a violation without field": {
-			verdict: verdict(
+			evaluation: evaluation(
 				engine.Violation{Policy: "max-duration", Action: engine.EnforceWarn, Message: "long"},
 				engine.Violation{Policy: "slots-gpus", Action: engine.EnforceDryRun, Field: "spec.trainer", Message: "x"},
 			),
@@ -151,12 +151,12 @@ func TestJobResults(t *testing.T) {
 				{Object: ref, Policy: "slots-gpus", Status: Warn, PolicySetVersion: "v1", Field: "spec.trainer", Message: "spec.trainer: x", Enforcement: engine.EnforceDryRun}},
 		},
 		"a violation of a policy the list does not name is reported": {
-			verdict: verdict(engine.Violation{Policy: "compliance", Action: engine.EnforceDeny, Field: "spec", Message: "no"}),
+			evaluation: evaluation(engine.Violation{Policy: "compliance", Action: engine.EnforceDeny, Field: "spec", Message: "no"}),
 			want: []Result{pass("aggregate-quota"),
 				{Object: ref, Policy: "compliance", Status: Fail, PolicySetVersion: "v1", Field: "spec", Message: "spec: no"},
 				pass("max-duration"), pass("slots-gpus")},
 		},
-		"not governed (not MPI): no result": {verdict: &pipeline.Verdict{TrainJob: j}},
+		"not governed (not MPI): no result": {evaluation: &pipeline.Evaluation{TrainJob: j}},
 		"could not be judged: one error result with the reason": {
 			err:  errors.New(`spec.runtimeRef: ClusterTrainingRuntime "mpi" not found`),
 			want: []Result{{Object: ref, Policy: EvaluationPolicy, Status: Error, Message: `spec.runtimeRef: ClusterTrainingRuntime "mpi" not found`}},
@@ -164,7 +164,7 @@ func TestJobResults(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := JobResults(j, policies, tc.verdict, tc.err)
+			got := JobResults(j, policies, tc.evaluation, tc.err)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
 			}

@@ -13,6 +13,8 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
@@ -77,14 +79,14 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	for _, s := range c.TrainJobs {
 		tj := s.TrainJob
 		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
-		v, err := p.Run(ctx, reader, req, pipeline.Admit)
-		if err == nil && v.Governed && pipeline.StartsPods(req) {
+		v, err := p.RunAgainst(ctx, reader, req, pipeline.Admit, reader.quotaState(tj.Namespace))
+		if err == nil && v.Governed && jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
 			// The validating webhook reads what earlier jobs hold before
 			// deciding; one it cannot render fails the decision.
 			err = reader.unrenderable[tj.Namespace]
 		}
 		res := resultOf(s, v, err)
-		if res.Error == "" && res.Allowed && pipeline.StartsPods(req) {
+		if res.Error == "" && res.Allowed && jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
 			reader.hold(ctx, p, tj, v)
 		}
 		results = append(results, res)
@@ -92,8 +94,8 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	return results, nil
 }
 
-// resultOf is what the pipeline made of job s: its verdict v, or err.
-func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
+// resultOf is what the pipeline made of job s: its evaluation v, or err.
+func resultOf(s SourcedTrainJob, v *pipeline.Evaluation, err error) Result {
 	tj := s.TrainJob
 	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
 	switch {
@@ -115,14 +117,14 @@ func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
 // NewReader is the cluster the documents describe, as the pipeline reads it,
 // nothing reserved.
 func NewReader(c *Cluster) pipeline.Cluster {
-	return &clusterReader{Cluster: c, reserved: map[string][]engine.Reservation{}, unrenderable: map[string]error{}}
+	return &clusterReader{Cluster: c, reserved: map[string][]quota.Reservation{}, unrenderable: map[string]error{}}
 }
 
 // clusterReader is the cluster the documents describe, as the pipeline
 // reads it, with the jobs admitted so far reserved.
 type clusterReader struct {
 	*Cluster
-	reserved map[string][]engine.Reservation
+	reserved map[string][]quota.Reservation
 	// unrenderable is, per namespace, why a job created earlier that holds
 	// quota could not be rendered.
 	unrenderable map[string]error
@@ -130,7 +132,7 @@ type clusterReader struct {
 
 // hold counts an admitted job that starts pods against its namespace's
 // quotas: the job as judged (v) when mpiguard governs it, else as stored.
-func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trainer.TrainJob, v *pipeline.Verdict) {
+func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trainer.TrainJob, v *pipeline.Evaluation) {
 	view := v.View
 	if !v.Governed {
 		ns, _ := r.Namespace(ctx, tj.Namespace)
@@ -143,7 +145,13 @@ func (r *clusterReader) hold(ctx context.Context, p *pipeline.Pipeline, tj *trai
 		}
 	}
 	key := tj.Namespace + "/" + tj.Name
-	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], engine.Reservation{TrainJob: key, UID: tj.UID, Parts: quota.PartsOf(view)})
+	r.reserved[tj.Namespace] = append(r.reserved[tj.Namespace], quota.Reservation{TrainJob: key, UID: tj.UID, Parts: quota.PartsOf(view)})
+}
+
+// quotaState is what a job of namespace ns is judged against: its quotas
+// and the jobs admitted so far.
+func (r *clusterReader) quotaState(ns string) *input.QuotaState {
+	return input.NewQuotaState(r.quotasIn(ns), r.reserved[ns], nil)
 }
 
 var _ pipeline.Cluster = (*clusterReader)(nil)
@@ -169,7 +177,6 @@ func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Nam
 		Quotas:         r.quotasIn(name),
 		LimitRanges:    r.limitRangesIn(name),
 		RuntimeClasses: r.RuntimeClasses,
-		Reserved:       r.reserved[name],
 	}, nil
 }
 

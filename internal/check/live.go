@@ -6,15 +6,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // ClusterFor returns the live cluster a new TrainJob of namespace ns is
-// judged in: runtimes, the namespace, its quotas with their usage and what
-// admitted jobs hold, LimitRanges and RuntimeClasses, read as the validating
-// webhook reads them (audit.Auditor.QuotaState).
-type ClusterFor func(ctx context.Context, ns string) (pipeline.Cluster, error)
+// read from (runtimes, the namespace, LimitRanges and RuntimeClasses) and
+// the quota state it is judged against: its quotas with their usage and the
+// reservations on them, read as the quota transaction reads them
+// (audit.Auditor.QuotaState).
+type ClusterFor func(ctx context.Context, ns string) (pipeline.Cluster, *input.QuotaState, error)
 
 // EvaluateLive decides each TrainJob as a CREATE in the live cluster
 // clusterFor reads, through the admission pipeline (stage Admit), as the
@@ -33,7 +35,11 @@ func (ev *Evaluator) EvaluateLive(ctx context.Context, jobs []SourcedTrainJob, c
 		return nil, &InputError{Source: "defaulting", Err: err}
 	}
 	p := ev.pipeline()
-	clusters := map[string]pipeline.Cluster{}
+	type read struct {
+		cluster pipeline.Cluster
+		state   *input.QuotaState
+	}
+	clusters := map[string]read{}
 	results := make([]Result, 0, len(jobs))
 	for _, s := range jobs {
 		ns := s.TrainJob.Namespace
@@ -42,13 +48,13 @@ func (ev *Evaluator) EvaluateLive(ctx context.Context, jobs []SourcedTrainJob, c
 		if !ok {
 			// Read once per namespace: the jobs are judged against the same
 			// moment of the cluster.
-			if c, err = clusterFor(ctx, ns); err == nil {
+			if c.cluster, c.state, err = clusterFor(ctx, ns); err == nil {
 				clusters[ns] = c
 			}
 		}
-		var v *pipeline.Verdict
+		var v *pipeline.Evaluation
 		if err == nil {
-			v, err = p.Run(ctx, c, &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: s.TrainJob}, pipeline.Admit)
+			v, err = p.RunAgainst(ctx, c.cluster, &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: s.TrainJob}, pipeline.Admit, c.state)
 		}
 		results = append(results, resultOf(s, v, err))
 	}

@@ -23,7 +23,7 @@ import (
 // amounts, LimitRanges, RuntimeClasses, TrainJobs of every size — as the YAML
 // `mpiguard check -f` reads (fixtures.RandomCluster, which the differential
 // suite test/integration/differential shares), and evaluates them exactly as
-// check does. Every TrainJob must get a verdict.
+// check does. Every TrainJob must get an evaluation.
 //
 // The run is deterministic: case i uses seed -total.seed + i. A failure names
 // the case's seed; rerun just it with
@@ -74,7 +74,7 @@ func TestPoliciesAreTotal(t *testing.T) {
 		for _, r := range results {
 			jobs++
 			if r.Error != "" {
-				failf("TrainJob %s has no verdict: %s", r.TrainJob, r.Error)
+				failf("TrainJob %s has no evaluation: %s", r.TrainJob, r.Error)
 			}
 			deny := 0
 			for _, v := range r.Violations {

@@ -120,7 +120,7 @@ func FuzzDecide(f *testing.F) {
 			Runtime: input.RuntimeMeta{Kind: trainer.ClusterTrainingRuntimeKind, Name: rt.Name, Labels: rt.Labels, Annotations: rt.Annotations},
 		}
 		if reserve {
-			req.Reserved = []Reservation{{TrainJob: "team-a/earlier", Parts: quota.PartsOf(view)}}
+			req.Reservations = []quota.Reservation{{TrainJob: "team-a/earlier", Parts: quota.PartsOf(view)}}
 		}
 		if update {
 			// Kueue resumes a job created suspended: an UPDATE of spec.suspend.

@@ -19,10 +19,10 @@
 //	eng.Version(); eng.Policies(); eng.LastError()
 //
 // Any error from Mutations or Decide means the request could not be evaluated:
-// reject it, never allow it. Source.Reserved must hold the jobs quotas do not
+// reject it, never allow it. Source.Reservations must hold what quotas do not
 // count yet (admitted TrainJobs without pods, in-flight submits); serialise
 // decisions per namespace while computing it so concurrent submits cannot
-// together overshoot a quota (Document.WithHoldings judges the same job
+// together overshoot a quota (Document.Against judges the same job
 // against another quota state).
 //
 // # Policies

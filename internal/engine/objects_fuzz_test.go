@@ -89,12 +89,12 @@ func FuzzObjectCounts(f *testing.F) {
 		if other := objectQuotaNames[int(nameIndex)%len(objectQuotaNames)]; other != corev1.ResourceName(name) {
 			q.Spec.Hard[other], q.Status.Hard[other] = hardList[corev1.ResourceName(name)], hardList[corev1.ResourceName(name)]
 		}
-		var holders []Reservation
+		var holders []quota.Reservation
 		if reserve {
-			holders = append(holders, Reservation{TrainJob: "team-a/other", UID: "other", Parts: quota.PartsOf(view)})
+			holders = append(holders, quota.Reservation{TrainJob: "team-a/other", UID: "other", Parts: quota.PartsOf(view)})
 		}
 		req := &input.Source{
-			Operation: Create, User: "alice", TrainJob: tj, View: view, Quotas: []corev1.ResourceQuota{*q}, Reserved: holders,
+			Operation: Create, User: "alice", TrainJob: tj, View: view, Quotas: []corev1.ResourceQuota{*q}, Reservations: holders,
 			Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
 			Runtime:   input.RuntimeMeta{Kind: trainer.ClusterTrainingRuntimeKind, Name: rt.Name},
 		}
@@ -108,7 +108,7 @@ func FuzzObjectCounts(f *testing.F) {
 			t.Fatalf("decision: %v", err)
 		}
 
-		in := quota.ObjectsInputOf(view, req.Quotas, quota.ReservedEach(req.Quotas, holders))
+		in := quota.ObjectsInputOf(view, req.Quotas, quota.ReservedOfEach(req.Quotas, holders))
 		charged := quota.Charge(quota.PartsOf(view), q)
 		wantDeny := false
 		for _, oq := range in.Quotas {

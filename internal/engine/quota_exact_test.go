@@ -111,15 +111,15 @@ func TestQuotaDenialNamesHolders(t *testing.T) {
 		Status:     corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}},
 	}
 	quotas := []corev1.ResourceQuota{q}
-	holder := func(name string, workers int32) Reservation {
-		return Reservation{TrainJob: name, Parts: quota.PartsOf(gpuView(workers))}
+	holder := func(name string, workers int32) quota.Reservation {
+		return quota.Reservation{TrainJob: name, Parts: quota.PartsOf(gpuView(workers))}
 	}
 	req := mpiRequest("team-a", 2)
 	req.TrainJob.Spec.ActiveDeadlineSeconds = 3600
 	req.View = gpuView(2)
 	req.Quotas = quotas
 
-	req.Reserved = []Reservation{holder("team-a/job-1", 1), holder("team-a/job-2", 2)}
+	req.Reservations = []quota.Reservation{holder("team-a/job-1", 1), holder("team-a/job-2", 2)}
 	want := []string{`TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota "team-a" has 0 of 16 free (4 used by running pods, 12 held by TrainJobs admitted whose pods do not exist yet: team-a/job-2 8, team-a/job-1 4); ask an admin to raise the quota`}
 	if diff := cmp.Diff(want, quotaDenials(t, e, req)); diff != "" {
 		t.Errorf("denial (-want +got):\n%s", diff)
@@ -127,14 +127,14 @@ func TestQuotaDenialNamesHolders(t *testing.T) {
 
 	q.Status.Used = nil
 	req.Quotas = []corev1.ResourceQuota{q}
-	req.Reserved = []Reservation{holder("team-a/a", 1), holder("team-a/b", 1), holder("team-a/c", 1), holder("team-a/d", 1)}
+	req.Reservations = []quota.Reservation{holder("team-a/a", 1), holder("team-a/b", 1), holder("team-a/c", 1), holder("team-a/d", 1)}
 	want = []string{`TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota "team-a" has 0 of 16 free (0 used by running pods, 16 held by TrainJobs admitted whose pods do not exist yet: team-a/a 4, team-a/b 4, team-a/c 4 and 1 more); ask an admin to raise the quota`}
 	if diff := cmp.Diff(want, quotaDenials(t, e, req)); diff != "" {
 		t.Errorf("denial (-want +got):\n%s", diff)
 	}
 
 	// Without holders the message is as it always was.
-	req.Reserved = nil
+	req.Reservations = nil
 	q.Status.Used = corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("12")}
 	req.Quotas = []corev1.ResourceQuota{q}
 	want = []string{`TrainJob needs 8 nvidia.com/gpu (launcher 0 + 2 workers x 4) but ResourceQuota "team-a" has 4 of 16 free; reduce workers to 1 or GPUs per worker to 2, or ask an admin to raise the quota`}

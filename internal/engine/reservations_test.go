@@ -41,9 +41,9 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What admission does: serialise decisions in the namespace and
-	// pass the admitted-but-not-visible jobs as Reserved.
+	// pass the admitted-but-not-visible jobs as Reservations.
 	var mu sync.Mutex
-	var inflight []Reservation
+	var inflight []quota.Reservation
 	q := corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("40")}},
@@ -62,14 +62,14 @@ func TestConcurrentSubmitsCannotOvershootQuota(t *testing.T) {
 
 			mu.Lock()
 			defer mu.Unlock()
-			req.Reserved = inflight
+			req.Reservations = inflight
 			d, err := e.Decide(ctx, request(req))
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			if d.Allowed {
-				inflight = append(inflight, Reservation{TrainJob: "team-a/" + req.TrainJob.Name, Parts: quota.PartsOf(req.View)})
+				inflight = append(inflight, quota.Reservation{TrainJob: "team-a/" + req.TrainJob.Name, Parts: quota.PartsOf(req.View)})
 				admitted.Add(1)
 			} else {
 				denied.Add(1)

@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/internal/input"
-	"github.com/mpiguard/mpiguard/internal/quota"
 )
 
 // Operation is the admission operation being decided (internal/input).
@@ -33,11 +32,6 @@ type Request struct {
 	// calls Engine.Record with the final decision (see Engine.Record).
 	RecordLater bool
 }
-
-// Reservation is an admitted job a quota will be charged for but does not
-// count yet: its parts are what its missing pods charge each quota (see
-// internal/quota).
-type Reservation = quota.Holder
 
 // Enforcement says what a policy's violations do.
 type Enforcement string

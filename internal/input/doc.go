@@ -8,7 +8,7 @@
 //	doc, err := input.New(&input.Source{Operation: input.Create, TrainJob: job, View: view, Namespace: ns, Quotas: quotas, ...})
 //	d, err := eng.Decide(ctx, &engine.Request{Input: doc})
 //	// the same job against another quota state (a write lost to another replica):
-//	again, err := doc.WithHoldings(input.NewHoldings(quotas, reserved))
+//	again, err := doc.Against(input.NewQuotaState(quotas, reservations, uncounted))
 //	d, err = eng.Decide(ctx, &engine.Request{Input: again})
 //
 // New does the work that depends on the job alone (its rendered pods under

@@ -158,15 +158,15 @@ type runtimeInput struct {
 }
 
 // build assembles the parts of the document of src's job, its quotas held
-// as holdings says; the engine gives the parameters and the entries'
+// as the quota state says; the engine gives the parameters and the entries'
 // findings per evaluation (Document.Value).
-func build(src *Source, holdings *Holdings) document {
+func build(src *Source, state *QuotaState) document {
 	in := document{
 		Request:   requestInput{Operation: src.Operation, DryRun: src.DryRun},
 		TrainJob:  trainJobOf(src.TrainJob),
 		Job:       jobOf(src.View),
 		Namespace: metaInput{Name: src.TrainJob.Namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
-		Quotas:    quotasOf(src, holdings),
+		Quotas:    quotasOf(src, state),
 		Runtime: runtimeInput{
 			Kind:        src.Runtime.Kind,
 			metaInput:   metaInput{Name: src.Runtime.Name, Labels: strings0(src.Runtime.Labels), Annotations: strings0(src.Runtime.Annotations)},
@@ -178,7 +178,7 @@ func build(src *Source, holdings *Holdings) document {
 		in.Namespace = metaInput{Name: ns.Name, Labels: strings0(ns.Labels), Annotations: strings0(ns.Annotations)}
 	}
 	in.Job.PodSecurity = podSecurityOf(src.View, in.Namespace.Labels)
-	in.Job.Objects = quota.ObjectsInputOf(src.View, src.Quotas, holdings.held())
+	in.Job.Objects = quota.ObjectsInputOf(src.View, src.Quotas, state.held())
 	in.Gang = gang.InputOf(src.View, src.VolcanoQueues)
 	if src.OldTrainJob != nil {
 		old := trainJobOf(src.OldTrainJob)

@@ -27,7 +27,7 @@ type quotaInput struct {
 	Roles      []string                 `json:"roles"`
 	Demand     map[string]demandInput   `json:"demand"` // per quota resource name pods are charged for
 	// reservedTerm and reservedByTerm are Reserved and ReservedBy as OPA
-	// values, shared by every job judged against the same Holdings.
+	// values, shared by every job judged against the same QuotaState.
 	reservedTerm, reservedByTerm *ast.Term
 }
 
@@ -71,14 +71,14 @@ type partInput struct {
 	Undeclared    bool        `json:"undeclared"`
 }
 
-// quotasOf builds input.quotas of src's job, the quotas held as holdings
-// says (built from src.Quotas and src.Reserved). It is built per quota state
-// (New, Document.WithHoldings): status.used and the jobs holding a quota
+// quotasOf builds input.quotas of src's job, the quotas reserved as state
+// says (built from src.Quotas and src.Reservations). It is built per quota state
+// (New, Document.Against): status.used and the jobs holding a quota
 // change with every admission in the namespace. A job whose pods another
 // cluster runs (render.JobView.RunsElsewhere: Kueue's MultiKueue) is charged
 // nothing here, so no quota of this namespace limits it: the quota of the
 // cluster that runs it does, judged there.
-func quotasOf(src *Source, holdings *Holdings) []quotaInput {
+func quotasOf(src *Source, state *QuotaState) []quotaInput {
 	v := src.View
 	if v.RunsElsewhere {
 		return []quotaInput{}
@@ -89,7 +89,7 @@ func quotasOf(src *Source, holdings *Holdings) []quotaInput {
 	}
 	out := make([]quotaInput, len(src.Quotas))
 	for i := range src.Quotas {
-		q, held := &src.Quotas[i], holdings.quota(i)
+		q, held := &src.Quotas[i], state.quota(i)
 		selected := make([]bool, len(v.ReplicatedJobs))
 		roles := []string{}
 		for j := range v.ReplicatedJobs {
@@ -99,7 +99,7 @@ func quotasOf(src *Source, holdings *Holdings) []quotaInput {
 		}
 		demand := map[string]demandInput{}
 		for name, part := range held.names {
-			demand[string(name)] = demandOf(q, name, v, usage, selected, part, holdings.uncounted[q.Name][name])
+			demand[string(name)] = demandOf(q, name, v, usage, selected, part, state.Uncounted[q.Name][name])
 		}
 		out[i] = quotaInput{
 			Name: q.Name, Hard: resourcesOf(q.Spec.Hard), Used: resourcesOf(q.Status.Used),
@@ -112,7 +112,7 @@ func quotasOf(src *Source, holdings *Holdings) []quotaInput {
 
 // demandOf is demand[name]: this job's total and parts, the quota's hard and
 // used amounts of name (uncounted of it not counted by the quota's
-// controller), and what the holders hold of it (held).
+// controller), and what the reservations hold of it (held).
 func demandOf(q *corev1.ResourceQuota, name corev1.ResourceName, v *render.JobView, usage []corev1.ResourceList, selected []bool, held *heldPart, uncounted resource.Quantity) demandInput {
 	kind, res, _ := quota.ChargedName(name)
 	hard, used, missed := quota.Milli(q.Spec.Hard[name]), quota.Milli(q.Status.Used[name]), quota.Milli(uncounted)

@@ -49,7 +49,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 	req := &Source{
 		View:   view(3, "high"),
 		Quotas: []corev1.ResourceQuota{q0},
-		Reserved: []quota.Holder{
+		Reservations: []quota.Reservation{
 			{TrainJob: "a/selected", Parts: quota.PartsOf(view(2, "high"))},
 			{TrainJob: "a/other-class", Parts: quota.PartsOf(view(5, "low"))},
 		},
@@ -117,7 +117,7 @@ func TestQuotaDemandAndReservations(t *testing.T) {
 // quotasDoc is input.quotas of src as policies see it.
 func quotasDoc(t *testing.T, src *Source) []any {
 	t.Helper()
-	v, err := ast.InterfaceToValue(quotasOf(src, NewHoldings(src.Quotas, src.Reserved, src.Uncounted)))
+	v, err := ast.InterfaceToValue(quotasOf(src, NewQuotaState(src.Quotas, src.Reservations, src.Uncounted)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestDemandAmountsExact(t *testing.T) {
 	req := mpiSource("team-a", 2)
 	req.View.ReplicatedJobs[1].PerPod = render.Charge{Pods: 1, Requests: corev1.ResourceList{"memory": resource.MustParse("8Pi")}}
 	req.Quotas = []corev1.ResourceQuota{q}
-	req.Reserved = []quota.Holder{{TrainJob: "a/held", Parts: quota.PartsOf(held)}}
+	req.Reservations = []quota.Reservation{{TrainJob: "a/held", Parts: quota.PartsOf(held)}}
 	d := quotasDoc(t, req)[0].(map[string]any)["demand"].(map[string]any)["requests.memory"].(map[string]any)
 	eightPiMilli := new(big.Int).Mul(big.NewInt(9007199254740992), big.NewInt(1000))
 	want := map[string]any{
@@ -206,11 +206,11 @@ func TestUnits(t *testing.T) {
 	}
 }
 
-// WithHoldings judges the same job against another quota state: its document
+// Against judges the same job against another quota state: its document
 // is the one New builds with those quotas and holders, and the document it
 // started from is left as it was (a replica's retry must not change the
 // decision it retries).
-func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
+func TestAgainstIsNewWithThoseQuotas(t *testing.T) {
 	src := mpiSource("team-a", 2)
 	src.View.ReplicatedJobs[1].PerPod = renderCharge("2")
 	// Two Jobs, which input.job.objects compares with the quota's count.
@@ -231,24 +231,24 @@ func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holders := []quota.Holder{{TrainJob: "team-a/other", Parts: quota.PartsOf(src.View)}}
+	holders := []quota.Reservation{{TrainJob: "team-a/other", Parts: quota.PartsOf(src.View)}}
 	other := *src
-	other.Quotas, other.Reserved = q("16"), holders
+	other.Quotas, other.Reservations = q("16"), holders
 	want, err := New(&other)
 	if err != nil {
 		t.Fatal(err)
 	}
 	beforeValue := before.Value(nil, nil)
-	shared := NewHoldings(other.Quotas, holders, nil)
-	again, err := before.WithHoldings(shared)
+	shared := NewQuotaState(other.Quotas, holders, nil)
+	again, err := before.Against(shared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := again.Value(nil, nil); got.Compare(want.Value(nil, nil)) != 0 {
-		t.Errorf("WithHoldings:\n got %s\nwant %s", got, want.Value(nil, nil))
+		t.Errorf("Against:\n got %s\nwant %s", got, want.Value(nil, nil))
 	}
 	if got := before.Value(nil, nil); got.Compare(beforeValue) != 0 {
-		t.Errorf("WithHoldings changed the document it started from:\n got %s\nwant %s", got, beforeValue)
+		t.Errorf("Against changed the document it started from:\n got %s\nwant %s", got, beforeValue)
 	}
 	// The same holdings serve another job (a round judges all its requests
 	// against one): nothing of the first job stays in them.
@@ -258,16 +258,16 @@ func TestWithHoldingsIsNewWithThoseQuotas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bigger.Quotas, bigger.Reserved = other.Quotas, holders
+	bigger.Quotas, bigger.Reservations = other.Quotas, holders
 	wantBigger, err := New(bigger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotBigger, err := first.WithHoldings(shared)
+	gotBigger, err := first.Against(shared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := gotBigger.Value(nil, nil); got.Compare(wantBigger.Value(nil, nil)) != 0 {
-		t.Errorf("WithHoldings shared with another job:\n got %s\nwant %s", got, wantBigger.Value(nil, nil))
+		t.Errorf("Against shared with another job:\n got %s\nwant %s", got, wantBigger.Value(nil, nil))
 	}
 }

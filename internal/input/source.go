@@ -44,11 +44,11 @@ type Source struct {
 	// Uncounted is what of Quotas' status.used are pods their controller had
 	// not counted (nil: none); shown, not added again.
 	Uncounted Uncounted
-	// Reserved are jobs that quotas do not count yet but will: TrainJobs
+	// Reservations are what quotas do not count yet but will: TrainJobs
 	// admitted whose pods do not exist yet, and submits being admitted right
 	// now. They are added to each quota's status.used. Do not include
 	// TrainJob itself.
-	Reserved []quota.Holder
+	Reservations []quota.Reservation
 
 	// Runtime is the metadata of the (Cluster)TrainingRuntime the job uses, so
 	// policies can key on runtime labels and annotations.
@@ -87,7 +87,7 @@ func New(src *Source) (*Document, error) {
 	if err := validate(src); err != nil {
 		return nil, err
 	}
-	d := &Document{src: *src, doc: build(src, NewHoldings(src.Quotas, src.Reserved, src.Uncounted)), entries: ownEntriesOf(src)}
+	d := &Document{src: *src, doc: build(src, NewQuotaState(src.Quotas, src.Reservations, src.Uncounted)), entries: ownEntriesOf(src)}
 	if err := d.makeValues(); err != nil {
 		return nil, fmt.Errorf("building the policy input of TrainJob %s/%s: %w", src.TrainJob.Namespace, src.TrainJob.Name, err)
 	}
@@ -128,21 +128,20 @@ func validate(src *Source) error {
 // Source is what d was built from. Callers must not modify it.
 func (d *Document) Source() *Source { return &d.src }
 
-// WithHoldings is d against another quota state: the same job, the
-// namespace's quotas and what the jobs reserved there hold of them as
-// holdings says. Only what reads them is built again: input.quotas and
-// input.job.objects.quotas.
-func (d *Document) WithHoldings(holdings *Holdings) (*Document, error) {
+// Against is d judged against another quota state: the same job, state's
+// quotas and reservations. Only what reads them is built again:
+// input.quotas and input.job.objects.quotas.
+func (d *Document) Against(state *QuotaState) (*Document, error) {
 	out := *d
-	out.src.Quotas, out.src.Reserved, out.src.Uncounted = holdings.quotas, holdings.holders, holdings.uncounted
-	out.doc.Quotas = quotasOf(&out.src, holdings)
+	out.src.Quotas, out.src.Reservations, out.src.Uncounted = state.Quotas, state.Reservations, state.Uncounted
+	out.doc.Quotas = quotasOf(&out.src, state)
 	out.quotas = listOf(out.doc.Quotas, (*quotaInput).value)
 	// Of input.job, only objects.quotas depends on the quota state: it alone
 	// is built again, the other values shared (building all of input.job
 	// again, the objects created and each replicated job, was half of a
-	// decision against a state whose holdings were built already:
+	// decision against a state whose reservations were built already:
 	// BenchmarkJudgeManyHolders).
-	out.doc.Job.Objects.Quotas = quota.ObjectQuotasOf(out.src.View, d.doc.Job.Objects.Created, holdings.quotas, holdings.held())
+	out.doc.Job.Objects.Quotas = quota.ObjectQuotasOf(out.src.View, d.doc.Job.Objects.Created, state.Quotas, state.held())
 	extern := externs{}
 	objects := withItem(d.job.Get(ast.StringTerm("objects")), "quotas", extern.term(out.doc.Job.Objects.Quotas))
 	out.job = withItem(d.job, "objects", objects)

@@ -236,7 +236,7 @@ func (x *externs) term(v any) *ast.Term {
 	return ast.NewTerm(out)
 }
 
-// cached is term when Holdings built it already (it is v as an OPA value),
+// cached is term when QuotaState built it already (it is v as an OPA value),
 // else value(v).
 func cached[T any](term *ast.Term, v T, value func(T) *ast.Term) *ast.Term {
 	if term != nil {

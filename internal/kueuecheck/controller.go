@@ -24,7 +24,7 @@ import (
 	kueueac "sigs.k8s.io/kueue/pkg/util/admissioncheck"
 
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // RBAC (ClusterRole: Workloads are in every namespace that queues jobs; the
@@ -88,7 +88,7 @@ type Reconciler struct {
 	pipeline *pipeline.Pipeline
 	// admitter decides the resume and reserves its quota, as the
 	// validating webhook does for the resume itself.
-	admitter *reservations.Admitter
+	admitter *admit.Admitter
 	recorder events.EventRecorder
 	opts     Options
 	clock    clock.Clock
@@ -108,7 +108,7 @@ const rejectedSize = 1024
 // AdmissionChecks. p is the admission pipeline, admitter the quota
 // reservation transaction the webhooks share. It returns ErrNoKueue when
 // Kueue's CRDs are not installed.
-func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *reservations.Admitter, opts Options) error {
+func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *admit.Admitter, opts Options) error {
 	// Kueue counts requeueAfterSeconds in whole seconds: less than one would
 	// requeue a Retry Workload at once, reserving and releasing it in a loop.
 	if opts.RetryBackoff < time.Second {
@@ -191,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // answer sets the outcome on the Workload's checks, and tells the TrainJob
 // why it does not start (yet).
-func (r *Reconciler) answer(ctx context.Context, wl *kueue.Workload, job *trainer.TrainJob, checks []ownCheck, out Outcome) error {
+func (r *Reconciler) answer(ctx context.Context, wl *kueue.Workload, job *trainer.TrainJob, checks []ownCheck, out CheckState) error {
 	if err := r.setState(ctx, wl, checks, out); err != nil {
 		// A conflict: the Workload changed since it was read (evicted,
 		// say). Decided again on the next event; a reservation written
@@ -240,7 +240,7 @@ func (r *Reconciler) restoreRejection(ctx context.Context, wl *kueue.Workload) e
 	if err != nil || len(checks) == 0 {
 		return err
 	}
-	out := Outcome{State: kueue.CheckStatePending, Message: pipeline.Cut(msg.(string)+msgDeactivated, maxMessage, "…")}
+	out := CheckState{State: kueue.CheckStatePending, Message: pipeline.Cut(msg.(string)+msgDeactivated, maxMessage, "…")}
 	if err := r.setState(ctx, wl, checks, out); err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (r *Reconciler) trainJobOf(ctx context.Context, wl *kueue.Workload) (*train
 // event tells the TrainJob's owner why it does not start (yet): a Warning
 // with mpiguard's message, which `kubectl describe trainjob` shows next to
 // Kueue's events on the Workload.
-func (r *Reconciler) event(job *trainer.TrainJob, wl *kueue.Workload, out Outcome) {
+func (r *Reconciler) event(job *trainer.TrainJob, wl *kueue.Workload, out CheckState) {
 	if job == nil {
 		return
 	}

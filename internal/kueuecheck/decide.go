@@ -13,8 +13,8 @@ import (
 // answers. It is also mpiguard's runtime-patch manager (engine.AdmissionManager).
 const ControllerName = "mpiguard.io/admission"
 
-// Outcome is the state mpiguard gives one check of a Workload, and why.
-type Outcome struct {
+// CheckState is the state mpiguard gives one check of a Workload, and why.
+type CheckState struct {
 	State   kueue.CheckState
 	Message string
 }
@@ -41,21 +41,21 @@ func dispatchedBy(wl *kueue.Workload) (string, bool) {
 	return origin, ok && metav1.GetControllerOf(wl) == nil
 }
 
-// decide turns the verdict on the resume Kueue is about to make into the
+// decide turns the evaluation on the resume Kueue is about to make into the
 // check's outcome. idle is the same job judged against an idle namespace
-// (its ResourceQuotas with nothing used, nothing reserved), nil when verdict
+// (its ResourceQuotas with nothing used, nothing reserved), nil when evaluation
 // allows: a denial it does not repeat is the quota being busy, which waiting
 // can fix (Retry); any other is not (Rejected).
-func decide(verdict, idle *pipeline.Verdict) Outcome {
+func decide(evaluation, idle *pipeline.Evaluation) CheckState {
 	switch {
-	case !verdict.Governed:
-		return Outcome{State: kueue.CheckStateReady, Message: msgUngoverned}
-	case verdict.Allowed():
-		return Outcome{State: kueue.CheckStateReady, Message: msgAllowed}
+	case !evaluation.Governed:
+		return CheckState{State: kueue.CheckStateReady, Message: msgUngoverned}
+	case evaluation.Allowed():
+		return CheckState{State: kueue.CheckStateReady, Message: msgAllowed}
 	case idle != nil && idle.Allowed():
-		return Outcome{State: kueue.CheckStateRetry, Message: pipeline.Cut(verdict.DenialMessage(), maxMessage, "…")}
+		return CheckState{State: kueue.CheckStateRetry, Message: pipeline.Cut(evaluation.DenialMessage(), maxMessage, "…")}
 	}
-	return Outcome{State: kueue.CheckStateRejected, Message: pipeline.Cut(verdict.DenialMessage(), maxMessage, "…")}
+	return CheckState{State: kueue.CheckStateRejected, Message: pipeline.Cut(evaluation.DenialMessage(), maxMessage, "…")}
 }
 
 // maxMessage is the Workload CRD's bound on a check's message

@@ -16,33 +16,33 @@ import (
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 )
 
-func verdict(allowed bool, violations ...engine.Violation) *pipeline.Verdict {
+func evaluation(allowed bool, violations ...engine.Violation) *pipeline.Evaluation {
 	job := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "resnet"}}
-	return &pipeline.Verdict{Governed: true, TrainJob: job, Decision: &engine.Decision{Allowed: allowed, Governed: true, Violations: violations}}
+	return &pipeline.Evaluation{Governed: true, TrainJob: job, Decision: &engine.Decision{Allowed: allowed, Governed: true, Violations: violations}}
 }
 
 func TestDecide(t *testing.T) {
 	quotaDenial := engine.Violation{Policy: "aggregate-quota", Action: engine.EnforceDeny, Field: "spec.trainer", Message: "TrainJob needs 8 nvidia.com/gpu but ResourceQuota \"team-a\" has 4 of 16 free"}
 	zoneDenial := engine.Violation{Policy: "data-residency", Action: engine.EnforceDeny, Field: "spec.runtimePatches", Message: "pods of node may run outside data residency zone \"eu\""}
 	warning := engine.Violation{Policy: "max-duration", Action: engine.EnforceWarn, Message: "long"}
-	busy := verdict(false, quotaDenial)
+	busy := evaluation(false, quotaDenial)
 	wantBusy := "TrainJob team-a/resnet violates 1 mpiguard policy:\n- [aggregate-quota] spec.trainer: " + quotaDenial.Message
 	for _, tc := range []struct {
-		name          string
-		verdict, idle *pipeline.Verdict
-		want          Outcome
+		name             string
+		evaluation, idle *pipeline.Evaluation
+		want             CheckState
 	}{
-		{"not governed: nothing to check", &pipeline.Verdict{}, nil, Outcome{kueue.CheckStateReady, msgUngoverned}},
-		{"allowed, warnings and all", verdict(true, warning), nil, Outcome{kueue.CheckStateReady, msgAllowed}},
-		{"denied, allowed in an idle namespace: quota is busy", busy, verdict(true), Outcome{kueue.CheckStateRetry, wantBusy}},
-		{"denied in an idle namespace too: waiting will not fix it", busy, verdict(false, quotaDenial), Outcome{kueue.CheckStateRejected, wantBusy}},
-		{"denied for residency", verdict(false, zoneDenial), verdict(false, zoneDenial), Outcome{kueue.CheckStateRejected,
+		{"not governed: nothing to check", &pipeline.Evaluation{}, nil, CheckState{kueue.CheckStateReady, msgUngoverned}},
+		{"allowed, warnings and all", evaluation(true, warning), nil, CheckState{kueue.CheckStateReady, msgAllowed}},
+		{"denied, allowed in an idle namespace: quota is busy", busy, evaluation(true), CheckState{kueue.CheckStateRetry, wantBusy}},
+		{"denied in an idle namespace too: waiting will not fix it", busy, evaluation(false, quotaDenial), CheckState{kueue.CheckStateRejected, wantBusy}},
+		{"denied for residency", evaluation(false, zoneDenial), evaluation(false, zoneDenial), CheckState{kueue.CheckStateRejected,
 			"TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message}},
-		{"denied, idle not judged", verdict(false, zoneDenial), nil, Outcome{kueue.CheckStateRejected,
+		{"denied, idle not judged", evaluation(false, zoneDenial), nil, CheckState{kueue.CheckStateRejected,
 			"TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, decide(tc.verdict, tc.idle)); diff != "" {
+			if diff := cmp.Diff(tc.want, decide(tc.evaluation, tc.idle)); diff != "" {
 				t.Errorf("decide (-want +got):\n%s", diff)
 			}
 		})
@@ -51,7 +51,7 @@ func TestDecide(t *testing.T) {
 
 func TestDecideTruncatesToTheCRDsBound(t *testing.T) {
 	long := engine.Violation{Policy: "p", Action: engine.EnforceDeny, Message: strings.Repeat("é", maxMessage)}
-	got := decide(verdict(false, long), nil).Message
+	got := decide(evaluation(false, long), nil).Message
 	if len(got) > maxMessage || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
 		t.Errorf("message of %d bytes (valid UTF-8: %v), want at most %d ending in …", len(got), utf8.ValidString(got), maxMessage)
 	}

@@ -10,24 +10,25 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // evaluate judges the resume Kueue will make of the Workload's TrainJob and,
 // when it is allowed, reserves the namespace quota it needs. It returns the
 // outcome and the job (nil when the Workload is not a TrainJob's); no
 // outcome when there is nothing to decide (the job is gone).
-func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome, *trainer.TrainJob, error) {
+func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*CheckState, *trainer.TrainJob, error) {
 	if origin, ok := dispatchedBy(wl); ok {
-		return &Outcome{State: kueue.CheckStateReady, Message: fmt.Sprintf(msgDispatched, origin)}, nil, nil
+		return &CheckState{State: kueue.CheckStateReady, Message: fmt.Sprintf(msgDispatched, origin)}, nil, nil
 	}
 	job, isTrainJob, err := r.trainJobOf(ctx, wl)
 	switch {
 	case err != nil:
 		return nil, nil, err
 	case !isTrainJob:
-		return &Outcome{State: kueue.CheckStateReady, Message: msgUngoverned}, nil, nil
+		return &CheckState{State: kueue.CheckStateReady, Message: msgUngoverned}, nil, nil
 	case job == nil:
 		return nil, nil, nil
 	}
@@ -51,30 +52,29 @@ func (r *Reconciler) evaluate(ctx context.Context, wl *kueue.Workload) (*Outcome
 // judgeReserving decides the request (stage Admit: mpiguard's mutations of
 // the update applied, then every policy) through the quota reservation
 // transaction the validating webhook uses for the resume itself
-// (reservations.Admitter): judged against the namespace's quotas and, when
+// (admit.Admitter): judged against the namespace's quotas and, when
 // allowed, its reservation written. A denial is judged once more against
 // the namespace idle to tell a busy quota (Retry) from a job that can never
 // run as it is (Rejected).
-func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) (*Outcome, error) {
+func (r *Reconciler) judgeReserving(ctx context.Context, req *pipeline.Request) (*CheckState, error) {
 	prepared, err := r.pipeline.Prepare(ctx, r.cluster, req, pipeline.Admit)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.admitter.Admit(ctx, reservations.Request{Job: req, Prepared: prepared})
+	evaluation, err := r.admitter.Admit(ctx, admit.Request{Job: req, Prepared: prepared})
 	if err != nil {
 		return nil, err
 	}
-	verdict := res.Verdict
-	if !verdict.Governed || verdict.Allowed() {
-		out := decide(verdict, nil)
+	if !evaluation.Governed || evaluation.Allowed() {
+		out := decide(evaluation, nil)
 		return &out, nil
 	}
 	// Would it fit a namespace where nothing is used or reserved?
-	idle, err := r.pipeline.Judge(ctx, verdict, &pipeline.QuotaState{Quotas: idleQuotas(res.Quotas)})
+	idle, err := r.pipeline.Judge(ctx, evaluation, &input.QuotaState{Quotas: idleQuotas(evaluation.Quotas())})
 	if err != nil {
 		return nil, err
 	}
-	out := decide(verdict, idle)
+	out := decide(evaluation, idle)
 	return &out, nil
 }
 

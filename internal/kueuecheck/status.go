@@ -19,7 +19,7 @@ import (
 // quota released) is not answered on a stale read. lastTransitionTime moves
 // only when the state does, as Kueue's workload.SetAdmissionCheckState
 // keeps it (that package cannot be linked: see placements).
-func (r *Reconciler) setState(ctx context.Context, wl *kueue.Workload, checks []ownCheck, out Outcome) error {
+func (r *Reconciler) setState(ctx context.Context, wl *kueue.Workload, checks []ownCheck, out CheckState) error {
 	now := metav1.NewTime(r.clock.Now())
 	states := make([]any, 0, len(checks))
 	for _, c := range checks {

@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations"
 )
@@ -71,7 +72,7 @@ func (r *Reconciler) explainUnplaced(ctx context.Context, wl *kueue.Workload) er
 	}) < 0 {
 		return nil // said already
 	}
-	out := Outcome{State: kueue.CheckStatePending, Message: msg}
+	out := CheckState{State: kueue.CheckStatePending, Message: msg}
 	if err := r.setState(ctx, wl, checks, out); err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 	if err != nil {
 		return nil, err
 	}
-	cluster := pipeline.WithQuotaState(r.cluster, idleQuotas(quotas), nil, nil)
+	idle := input.NewQuotaState(idleQuotas(quotas), nil, nil)
 	old := job.DeepCopy()
 	old.Spec.Suspend = ptr.To(true)
 	var denials []string
@@ -146,14 +147,14 @@ func (r *Reconciler) judgeOnFlavors(ctx context.Context, wl *kueue.Workload, job
 			return nil, err
 		}
 		req := &pipeline.Request{Operation: engine.Update, TrainJob: resumed(job, placed), OldTrainJob: old, RecordLater: true}
-		verdict, err := r.pipeline.Run(ctx, cluster, req, pipeline.Admit)
+		evaluation, err := r.pipeline.RunAgainst(ctx, r.cluster, req, pipeline.Admit, idle)
 		if err != nil {
 			return nil, fmt.Errorf("judging TrainJob %s/%s on ResourceFlavor %s: %w", job.Namespace, job.Name, f.Name, err)
 		}
-		if !verdict.Governed || verdict.Allowed() {
+		if !evaluation.Governed || evaluation.Allowed() {
 			return nil, nil
 		}
-		denials = append(denials, "On ResourceFlavor "+f.Name+": "+verdict.DenialMessage())
+		denials = append(denials, "On ResourceFlavor "+f.Name+": "+evaluation.DenialMessage())
 	}
 	return denials, nil
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/mpiguard/mpiguard/internal/engine"
 )
 
-// DenialMessage lists every denying violation of a denied verdict: what,
+// DenialMessage lists every denying violation of a denied evaluation: what,
 // why and how to fix it come from the policies; the policy name and field
 // path say where. The webhook answers with it and `mpiguard check` shows
 // the same lines.
-func (v *Verdict) DenialMessage() string {
+func (v *Evaluation) DenialMessage() string {
 	if v.Decision == nil {
 		return ""
 	}
@@ -26,8 +26,8 @@ func (v *Verdict) DenialMessage() string {
 	return b.String()
 }
 
-// Warnings are the warn violations of the verdict as admission warnings.
-func (v *Verdict) Warnings() []string {
+// Warnings are the warn violations of the evaluation as admission warnings.
+func (v *Evaluation) Warnings() []string {
 	if v.Decision == nil {
 		return nil
 	}
@@ -55,7 +55,7 @@ func plural(n int, one, many string) string {
 
 // deferDenials turns the denials of an update to a job that stays suspended
 // into warnings that say so. Such a job runs nothing, and its resume is
-// judged in full (StartsPods), so what a policy denies is denied then. Until
+// judged in full (jobstate.StartsPods), so what a policy denies is denied then. Until
 // then nothing blocks updates of a suspended job: Kueue, after suspending a
 // job it preempts, resets its own runtime patch in a second update, which a
 // policy tightened since the job was admitted must not refuse. The user hears

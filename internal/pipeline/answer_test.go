@@ -16,7 +16,7 @@ import (
 
 func TestDenialMessage(t *testing.T) {
 	job := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big"}}
-	v := &Verdict{Governed: true, TrainJob: job, Decision: &engine.Decision{Violations: []engine.Violation{
+	v := &Evaluation{Governed: true, TrainJob: job, Decision: &engine.Decision{Violations: []engine.Violation{
 		{Policy: "aggregate-quota", Action: engine.EnforceDeny, Field: "spec.trainer", Message: "TrainJob needs 12 nvidia.com/gpu"},
 		{Policy: "max-duration", Action: engine.EnforceWarn, Message: "a warning"},
 		{Policy: "slots-gpus", Action: engine.EnforceDeny, Message: "no field"},

@@ -10,9 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/gang"
-	"github.com/mpiguard/mpiguard/internal/input"
 )
 
 // Cluster is what a decision reads of the cluster. The webhooks read the
@@ -45,56 +43,11 @@ type Namespace struct {
 	// Namespace's labels and annotations select exemptions and parameters.
 	Namespace *corev1.Namespace
 	// Quotas are the namespace's ResourceQuotas; their status.used counts.
+	// What is reserved of them is not the namespace's: a decision is judged
+	// against a quota state (input.QuotaState, Pipeline.Judge).
 	Quotas []corev1.ResourceQuota
-	// Uncounted is what of the quotas' status.used their controller had not
-	// counted (input.Uncounted; nil: none).
-	Uncounted input.Uncounted
 	// LimitRanges default and bound the containers the job's pods get.
 	LimitRanges []corev1.LimitRange
 	// RuntimeClasses add their pod overhead to what pods are charged.
 	RuntimeClasses []nodev1.RuntimeClass
-	// Reserved are the admitted jobs quotas do not count yet (their pods do
-	// not exist yet): each is counted on top of status.used. The job being
-	// decided may be among them; it is left out of its own decision.
-	Reserved []engine.Reservation
-}
-
-// WithQuotaState returns a Cluster that reads like c, except that every
-// namespace has quotas, reserved and uncounted as its ResourceQuotas,
-// reservations and what their status.used includes uncounted: what one
-// round of quota decisions read (internal/reservations/transaction.go).
-func WithQuotaState(c Cluster, quotas []corev1.ResourceQuota, reserved []engine.Reservation, uncounted input.Uncounted) Cluster {
-	return quotaState{Cluster: c, quotas: quotas, reserved: reserved, uncounted: uncounted}
-}
-
-type quotaState struct {
-	Cluster
-	quotas    []corev1.ResourceQuota
-	reserved  []engine.Reservation
-	uncounted input.Uncounted
-}
-
-func (q quotaState) Namespace(ctx context.Context, name string) (*Namespace, error) {
-	ns, err := q.Cluster.Namespace(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	out := *ns
-	out.Quotas, out.Reserved, out.Uncounted = q.quotas, q.reserved, q.uncounted
-	return &out, nil
-}
-
-// WithoutJob leaves out the reservation of job (its name and UID): a job
-// being decided replaces its own. A create under the name of a live job has
-// another UID (the apiserver will refuse it as AlreadyExists): it is decided
-// against everything the live job holds, never in its place.
-func WithoutJob(reserved []engine.Reservation, job *trainer.TrainJob) []engine.Reservation {
-	key := job.Namespace + "/" + job.Name
-	out := make([]engine.Reservation, 0, len(reserved))
-	for _, r := range reserved {
-		if r.TrainJob != key || (r.UID != "" && r.UID != job.UID) {
-			out = append(out, r)
-		}
-	}
-	return out
 }

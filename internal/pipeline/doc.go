@@ -1,12 +1,12 @@
 // Package pipeline is mpiguard's one admission pipeline: the single place
-// where a TrainJob submit is turned into a verdict. The mutating and
+// where a TrainJob submit is turned into an evaluation. The mutating and
 // validating webhooks (webhooks/trainjob), the quota reservation transaction
-// (internal/reservations), the Kueue check, `mpiguard check`
+// (internal/reservations/admit), the Kueue check, `mpiguard check`
 // (internal/check) and audit call the same two steps: Prepare (read the
 // runtime or snapshot and the namespace once, render, mutate, build the
 // policy input; say whether the job is governed) and Judge (every policy,
-// against a given quota state, as often as a quota round needs). Run is the
-// two in one call. Callers differ only in the Cluster they read (the
+// against a given quota state, input.QuotaState, as often as a quota round
+// needs). Run and RunAgainst are the two in one call. Callers differ only in the Cluster they read (the
 // manager's cache, documents on disk) and the Stage they ask for:
 //
 //	Mutate    the mutating webhook: render, ask the policies for their
@@ -18,5 +18,5 @@
 //	          mutate, apply the mutation, render again, judge (check, audit).
 //
 // Data flows one way: webhook or check -> pipeline -> render, quota, engine ->
-// Verdict. Nothing here knows about HTTP or AdmissionReviews.
+// Evaluation. Nothing here knows about HTTP or AdmissionReviews.
 package pipeline

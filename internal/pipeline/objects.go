@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
@@ -29,7 +30,7 @@ import (
 // judged (object-quota), and a running job's audit reads none.
 func (p *Pipeline) existingObjects(ctx context.Context, c Cluster, req *Request, view *render.JobView, quotas []corev1.ResourceQuota) error {
 	job := req.TrainJob
-	if view.RunsElsewhere || !StartsPods(req) {
+	if view.RunsElsewhere || !jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
 		return nil
 	}
 	counted := map[corev1.ResourceName]bool{}

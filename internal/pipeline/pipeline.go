@@ -15,6 +15,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/input"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/networkpolicies"
 )
@@ -23,7 +24,7 @@ import (
 type Stage int
 
 const (
-	// Mutate is the mutating webhook's pass: the verdict carries the
+	// Mutate is the mutating webhook's pass: the evaluation carries the
 	// mutation and its patch, and no decision.
 	Mutate Stage = iota
 	// Validate is the validating webhook's pass: the job is judged as it
@@ -72,8 +73,8 @@ type Request struct {
 	RecordLater bool
 }
 
-// Verdict is what the pipeline made of a request.
-type Verdict struct {
+// Evaluation is what the pipeline made of a request.
+type Evaluation struct {
 	// Governed is false when mpiguard's policies have nothing to say about
 	// the request: not a CREATE or UPDATE, not an MPI TrainJob, a namespace
 	// an admin exempted (ExemptLabel), an UPDATE that changes nothing the
@@ -103,12 +104,21 @@ type Verdict struct {
 }
 
 // Allowed says whether the request may proceed: ungoverned, or allowed by
-// the decision (a Mutate verdict never denies).
-func (v *Verdict) Allowed() bool {
+// the decision (a Mutate evaluation never denies).
+func (v *Evaluation) Allowed() bool {
 	return !v.Governed || v.Decision == nil || v.Decision.Allowed
 }
 
-// Pipeline turns admission requests into verdicts with one renderer and one
+// Quotas are the ResourceQuotas a judged evaluation was judged against (nil
+// before Judge, or when ungoverned).
+func (v *Evaluation) Quotas() []corev1.ResourceQuota {
+	if v.request == nil || v.Decision == nil {
+		return nil
+	}
+	return v.request.Input.Source().Quotas
+}
+
+// Pipeline turns admission requests into evaluations with one renderer and one
 // policy engine. It is safe for concurrent use.
 type Pipeline struct {
 	renderer *render.Renderer
@@ -164,29 +174,37 @@ func (p *Pipeline) LastAdmission() time.Time {
 func (p *Pipeline) Engine() *engine.Engine { return p.engine }
 
 // Run is admission in one call: Prepare, then (in stage Validate or
-// Admit) Judge against the quotas the namespace has. The mutating webhook,
-// `mpiguard check` and audit go through here; the quota reservation
-// transaction calls the two steps itself. An error means the request could
-// not be evaluated: reject it with the error, never allow it.
-func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+// Admit) Judge against the quotas the namespace has, nothing reserved of
+// them. The mutating webhook goes through here. An error means the request
+// could not be evaluated: reject it with the error, never allow it.
+func (p *Pipeline) Run(ctx context.Context, c Cluster, req *Request, stage Stage) (*Evaluation, error) {
+	return p.RunAgainst(ctx, c, req, stage, nil)
+}
+
+// RunAgainst is Run judged against quota state state (Judge; nil: the
+// namespace's quotas, nothing reserved): audit, the Kueue check's
+// placement advice and `mpiguard check` go through here; the quota
+// reservation transaction calls the two steps itself, with the state it
+// read.
+func (p *Pipeline) RunAgainst(ctx context.Context, c Cluster, req *Request, stage Stage, state *input.QuotaState) (*Evaluation, error) {
 	v, err := p.Prepare(ctx, c, req, stage)
 	if err != nil || !v.Governed || stage == Mutate {
 		return v, err
 	}
-	return p.Judge(ctx, v, nil)
+	return p.Judge(ctx, v, state)
 }
 
 // Prepare is the first step of a decision: it reads what the decision
 // depends on from c once (the runtime, or the stored job's snapshot; the
 // namespace), says whether the policies govern the request at all, renders
 // the job, applies mpiguard's mutations (stages Mutate and Admit) and builds
-// the job's policy input. The verdict it returns has no Decision yet: Judge
+// the job's policy input. The evaluation it returns has no Decision yet: Judge
 // gives it one, against any quota state, as often as needed. In stage
-// Mutate the verdict is complete (Mutation and Patch).
-func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage Stage) (*Verdict, error) {
+// Mutate the evaluation is complete (Mutation and Patch).
+func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage Stage) (*Evaluation, error) {
 	rt, err := p.governedRuntime(ctx, c, req)
 	if err != nil || rt == nil {
-		return &Verdict{TrainJob: req.TrainJob}, err
+		return &Evaluation{TrainJob: req.TrainJob}, err
 	}
 	job := req.TrainJob
 	ns, err := c.Namespace(ctx, job.Namespace)
@@ -194,7 +212,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		return nil, err
 	}
 	if Exempt(ns.Namespace) {
-		return &Verdict{TrainJob: req.TrainJob}, nil
+		return &Evaluation{TrainJob: req.TrainJob}, nil
 	}
 	if !req.Audit {
 		p.admitted.Store(time.Now().UnixNano())
@@ -223,8 +241,6 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		View:        view,
 		Namespace:   ns.Namespace,
 		Quotas:      ns.Quotas,
-		Uncounted:   ns.Uncounted,
-		Reserved:    WithoutJob(ns.Reserved, job),
 		Runtime:     runtimeMeta(rt),
 	}
 	if src.VolcanoQueues, err = volcanoQueues(ctx, c, view); err != nil {
@@ -235,7 +251,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 		return nil, err
 	}
 	er := &engine.Request{Input: doc}
-	v := &Verdict{Governed: true, TrainJob: job, View: view, request: er, from: req}
+	v := &Evaluation{Governed: true, TrainJob: job, View: view, request: er, from: req}
 	if p.networkPolicies != nil && req.Operation == engine.Create {
 		v.NetworkPolicy = networkpolicies.Describe(*p.networkPolicies, ns.Namespace, rt).String()
 	}
@@ -267,52 +283,22 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	return v, nil
 }
 
-// QuotaState is what a job is judged against besides itself: the
-// namespace's ResourceQuotas (status.used as read) and the jobs reserved
-// there whose pods the quotas do not count yet. Made by NewQuotaState, it
-// keeps what the reserved jobs hold of the quotas (input.Holdings) for every
-// job judged against it that holds nothing there itself: a round of quota
-// decisions judges all its requests against one state. Neither the quotas
-// nor the reserved jobs may change while it is in use.
-type QuotaState struct {
-	Quotas   []corev1.ResourceQuota
-	Reserved []engine.Reservation
-	// Uncounted is what of the quotas' status.used their controller had not
-	// counted (input.Uncounted): shown in denials, not added again.
-	Uncounted input.Uncounted
-	holdings  *input.Holdings // nil: built for each job judged
-}
-
-// NewQuotaState returns the state of quotas, reserved and uncounted, their
-// holdings shared by the jobs judged against it.
-func NewQuotaState(quotas []corev1.ResourceQuota, reserved []engine.Reservation, uncounted input.Uncounted) *QuotaState {
-	return &QuotaState{Quotas: quotas, Reserved: reserved, Uncounted: uncounted, holdings: input.NewHoldings(quotas, reserved, uncounted)}
-}
-
-// holdingsFor is what the reserved jobs other than job hold: job's own
-// reservation (a resume, a renewal) is left out of its decision.
-func (s *QuotaState) holdingsFor(job *trainer.TrainJob) *input.Holdings {
-	others := WithoutJob(s.Reserved, job)
-	if s.holdings != nil && len(others) == len(s.Reserved) {
-		return s.holdings
-	}
-	return input.NewHoldings(s.Quotas, others, s.Uncounted)
-}
-
 // Judge is the second step of a decision: every policy on a governed
-// verdict of Prepare (or of an earlier Judge), against state — nil: the
-// quotas the namespace had when it was prepared. Nothing is read or
+// evaluation of Prepare (or of an earlier Judge), against quota state state —
+// nil: the quotas the namespace had when it was prepared, nothing reserved.
+// The job's own reservation in state (a resume, a renewal) is left out of
+// its decision. Nothing is read or
 // rendered again, so a quota round that lost its write to another replica
 // judges its requests again on a fresh read for the cost of the policies
-// alone. It returns a new verdict; v is unchanged.
-func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *QuotaState) (*Verdict, error) {
+// alone. It returns a new evaluation; v is unchanged.
+func (p *Pipeline) Judge(ctx context.Context, v *Evaluation, state *input.QuotaState) (*Evaluation, error) {
 	if !v.Governed || v.request == nil {
-		return nil, errors.New("judge: only a governed verdict of Prepare can be judged")
+		return nil, errors.New("judge: only a governed evaluation of Prepare can be judged")
 	}
 	er := *v.request
 	if state != nil {
 		var err error
-		if er.Input, err = er.Input.WithHoldings(state.holdingsFor(v.TrainJob)); err != nil {
+		if er.Input, err = er.Input.Against(state.Without(v.TrainJob.Namespace+"/"+v.TrainJob.Name, v.TrainJob.UID)); err != nil {
 			return nil, err
 		}
 	}
@@ -328,7 +314,7 @@ func (p *Pipeline) Judge(ctx context.Context, v *Verdict, state *QuotaState) (*V
 // judge is the validating step of Judge: the engine's decision on er, with
 // the denials of an update that leaves the job suspended deferred.
 func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) (*engine.Decision, error) {
-	deferred := staysSuspended(req.OldTrainJob, er.Input.Source().TrainJob)
+	deferred := jobstate.StaysSuspended(req.OldTrainJob, er.Input.Source().TrainJob)
 	er.RecordLater = req.RecordLater || deferred
 	d, err := p.engine.Decide(ctx, er)
 	if err != nil {
@@ -343,9 +329,9 @@ func (p *Pipeline) judge(ctx context.Context, req *Request, er *engine.Request) 
 	return d, nil
 }
 
-// Record writes the final decision of a verdict whose request asked to
+// Record writes the final decision of an evaluation whose request asked to
 // record later to the decision log and metrics.
-func (p *Pipeline) Record(v *Verdict) {
+func (p *Pipeline) Record(v *Evaluation) {
 	if v.Governed && v.Decision != nil {
 		p.engine.Record(v.request, v.Decision)
 	}
@@ -360,7 +346,7 @@ func (p *Pipeline) governedRuntime(ctx context.Context, c Cluster, req *Request)
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
-	if req.OldTrainJob != nil && !req.Audit && (!specChanged(req.OldTrainJob, req.TrainJob) || onlySuspends(req.OldTrainJob, req.TrainJob)) {
+	if req.OldTrainJob != nil && !req.Audit && (!jobstate.SpecChanged(req.OldTrainJob, req.TrainJob) || jobstate.OnlySuspends(req.OldTrainJob, req.TrainJob)) {
 		return nil, nil
 	}
 	rt, err := req.runtimeOf(ctx, c)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/gang"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/networkpolicies"
@@ -88,7 +89,7 @@ func testCluster(t *testing.T) memCluster {
 }
 
 // TestAdmitIsMutateThenValidate: Admit, what `mpiguard check` and audit run,
-// gives the verdict the two webhooks give one after the other: the
+// gives the evaluation the two webhooks give one after the other: the
 // mutating pass's patch applied to the object, then the validating pass on
 // the result.
 func TestAdmitIsMutateThenValidate(t *testing.T) {
@@ -202,8 +203,8 @@ func TestReservedLeavesOutTheJobDecided(t *testing.T) {
 		{"team-a/run", true},    // its own reservation: left out
 		{"team-a/other", false}, // another job holding as much: 24 of 16
 	} {
-		held := WithQuotaState(c, c.ns.Quotas, []engine.Reservation{{TrainJob: tc.holder, Parts: parts}}, nil)
-		v, err := p.Run(ctx, held, &Request{Operation: engine.Create, TrainJob: job}, Admit)
+		held := &input.QuotaState{Quotas: c.ns.Quotas, Reservations: []quota.Reservation{{TrainJob: tc.holder, Parts: parts}}}
+		v, err := p.RunAgainst(ctx, c, &Request{Operation: engine.Create, TrainJob: job}, Admit, held)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,10 +232,10 @@ func TestAuditJudgesUnchangedJobs(t *testing.T) {
 	}
 }
 
-// TestJudgeIsRunOnAnotherQuotaState: judging a verdict again against
+// TestJudgeIsRunOnAnotherQuotaState: judging an evaluation again against
 // another quota state gives what a whole run against that state gives, and
-// so does judging a prepared one, whether the state's holdings are built
-// per judgement or shared (NewQuotaState: a job's own reservation is still
+// so does judging a prepared one, the state's reservations built once and
+// shared by both judgements (a job's own reservation is still
 // left out of its decision).
 func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	p, c := testPipeline(t), testCluster(t)
@@ -246,19 +247,19 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 	}
 	parts := quota.PartsOf(first.View)
 	for _, holder := range []string{"team-a/run", "team-a/other"} {
-		reserved := []engine.Reservation{{TrainJob: holder, Parts: parts}}
-		want, err := p.Run(ctx, WithQuotaState(c, c.ns.Quotas, reserved, nil), req, Admit)
+		reserved := []quota.Reservation{{TrainJob: holder, Parts: parts}}
+		want, err := p.RunAgainst(ctx, c, req, Admit, &input.QuotaState{Quotas: c.ns.Quotas, Reservations: reserved})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, state := range []*QuotaState{{Quotas: c.ns.Quotas, Reserved: reserved}, NewQuotaState(c.ns.Quotas, reserved, nil)} {
-			shared := state.holdings != nil
+		for i, state := range []*input.QuotaState{{Quotas: c.ns.Quotas, Reservations: reserved}, input.NewQuotaState(c.ns.Quotas, reserved, nil)} {
+			made := []string{"as a literal", "by NewQuotaState"}[i]
 			got, err := p.Judge(ctx, first, state)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
-				t.Errorf("%s holding 12 GPUs, holdings shared %t: judged again allowed %t %q; run allowed %t %q", holder, shared, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+				t.Errorf("%s holding 12 GPUs, state made %s: judged again allowed %t %q; run allowed %t %q", holder, made, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
 			}
 			prepared, err := p.Prepare(ctx, c, req, Admit)
 			if err != nil {
@@ -271,12 +272,12 @@ func TestJudgeIsRunOnAnotherQuotaState(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Allowed() != want.Allowed() || got.DenialMessage() != want.DenialMessage() {
-				t.Errorf("%s holding 12 GPUs, holdings shared %t: prepared and judged allowed %t %q; run allowed %t %q", holder, shared, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
+				t.Errorf("%s holding 12 GPUs, state made %s: prepared and judged allowed %t %q; run allowed %t %q", holder, made, got.Allowed(), got.DenialMessage(), want.Allowed(), want.DenialMessage())
 			}
 		}
 	}
 	if !first.Allowed() {
-		t.Error("Judge changed the verdict it was given")
+		t.Error("Judge changed the evaluation it was given")
 	}
 }
 

@@ -4,9 +4,35 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
+
+// Part is what the pods of one replicated job of a job charge the quotas,
+// or, in the part of no replicated job, what the job's other objects count.
+// Parts name no quota: every decision charges them against the
+// ResourceQuotas that exist then (Charge), so a quota created or changed
+// while the job waits for its pods counts them too.
+type Part struct {
+	// ReplicatedJob is the JobSet replicated job (launcher, node, ...);
+	// empty in the part of the job's other objects.
+	ReplicatedJob string
+	// Pods is how many pods it creates; none in the part of the job's
+	// other objects.
+	Pods int32
+	// PerPod is what one of its pods counts for quota, by the canonical
+	// names of the apiserver's pod quota evaluator (pods, requests.*,
+	// limits.*); Scope is what quota scopes select its pods by.
+	PerPod corev1.ResourceList
+	Scope  Scope
+	// Jobs is how many Jobs the JobSet controller creates for this
+	// replicated job (count/jobs.batch): held until all its pods exist.
+	Jobs int32
+	// Objects is, in the part of no replicated job, what the job's other
+	// objects (JobSet, Service, Secret, ConfigMaps, PodGroup,
+	// PersistentVolumeClaims) count for object-count quotas, by their
+	// count/<resource>.<group> names: held until any pod of the job exists.
+	Objects corev1.ResourceList
+}
 
 // PartsOf is what a rendered job's pods will count for quota: for each
 // replicated job with pods, one pod's usage and the fields quota scopes
@@ -15,20 +41,20 @@ import (
 // count nothing. Parts name no quota: every decision charges them against
 // the ResourceQuotas that exist then (Charge). A job whose pods another
 // cluster runs (RunsElsewhere) has no parts.
-func PartsOf(view *render.JobView) []v1alpha1.ReservedPart {
+func PartsOf(view *render.JobView) []Part {
 	if view.RunsElsewhere {
 		return nil
 	}
 	jobs, objects := ObjectsOf(view)
-	var parts []v1alpha1.ReservedPart
+	var parts []Part
 	for j := range view.ReplicatedJobs {
 		rj := &view.ReplicatedJobs[j]
 		if rj.Pods <= 0 {
 			continue
 		}
-		parts = append(parts, v1alpha1.ReservedPart{
+		parts = append(parts, Part{
 			ReplicatedJob: rj.Name, Pods: rj.Pods, Jobs: jobs[rj.Name],
-			PodShape: v1alpha1.PodShape{PerPod: Canonical(rj.PerPod.QuotaUsage()), Scope: ScopeOf(&rj.PodTemplate.Spec)},
+			PerPod: Canonical(rj.PerPod.QuotaUsage()), Scope: ScopeOf(&rj.PodTemplate.Spec),
 		})
 		delete(jobs, rj.Name)
 	}
@@ -42,7 +68,7 @@ func PartsOf(view *render.JobView) []v1alpha1.ReservedPart {
 		objects[JobsName] = total
 	}
 	if len(objects) > 0 {
-		parts = append(parts, v1alpha1.ReservedPart{Objects: objects})
+		parts = append(parts, Part{Objects: objects})
 	}
 	return parts
 }
@@ -57,11 +83,11 @@ func PartsOf(view *render.JobView) []v1alpha1.ReservedPart {
 // part of no replicated job) go as soon as any pod of the job exists, since
 // the Trainer and the JobSet controller create them all before the first
 // Job's pods (docs/quota.md, "Object counts").
-func Missing(parts []v1alpha1.ReservedPart, existing map[string]int32) []v1alpha1.ReservedPart {
+func Missing(parts []Part, existing map[string]int32) []Part {
 	if len(existing) == 0 {
 		return parts
 	}
-	var out []v1alpha1.ReservedPart
+	var out []Part
 	for _, p := range parts {
 		if p.ReplicatedJob == "" && p.Pods == 0 {
 			continue // its objects: some pod exists
@@ -76,9 +102,8 @@ func Missing(parts []v1alpha1.ReservedPart, existing map[string]int32) []v1alpha
 
 // Charge is what parts charge quota q for each of its resource names: the
 // sum over the parts q selects of pods × what one pod counts for the name,
-// exact, and, when q has no scopes, what their objects count for it. A part written before parts carried their usage (no perPod) charges
-// what was frozen for q's name at its admission.
-func Charge(parts []v1alpha1.ReservedPart, q *corev1.ResourceQuota) corev1.ResourceList {
+// exact, and, when q has no scopes, what their objects count for it.
+func Charge(parts []Part, q *corev1.ResourceQuota) corev1.ResourceList {
 	var sum corev1.ResourceList
 	add := func(name corev1.ResourceName, perPod resource.Quantity, pods int32) {
 		if perPod.IsZero() {
@@ -100,17 +125,7 @@ func Charge(parts []v1alpha1.ReservedPart, q *corev1.ResourceQuota) corev1.Resou
 				}
 			}
 		}
-		if p.PerPod == nil {
-			for _, c := range p.Quotas {
-				if c.Quota == q.Name {
-					for name, perPod := range c.PerPod {
-						add(name, perPod, p.Pods)
-					}
-				}
-			}
-			continue
-		}
-		if !SelectsScope(q, p.Scope) {
+		if p.PerPod == nil || !SelectsScope(q, p.Scope) {
 			continue
 		}
 		for name := range q.Spec.Hard {

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 func bigInt(t *testing.T, s string) *big.Int {
@@ -123,19 +121,10 @@ func memoryQuota(hard, used string) *corev1.ResourceQuota {
 }
 
 // holder holds pods that each request per of memory.
-func holder(name string, pods int32, per string) Holder {
-	return Holder{TrainJob: name, Parts: []v1alpha1.ReservedPart{{
+func holder(name string, pods int32, per string) Reservation {
+	return Reservation{TrainJob: name, Parts: []Part{{
 		ReplicatedJob: "node", Pods: pods,
-		PodShape: v1alpha1.PodShape{PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per), "memory": resource.MustParse(per), "pods": resource.MustParse("1")}},
-	}}}
-}
-
-// legacyHolder holds what an entry written before parts carried their usage
-// froze for one quota (by name) at its admission.
-func legacyHolder(name, quota string, pods int32, per string) Holder {
-	return Holder{TrainJob: name, Parts: []v1alpha1.ReservedPart{{
-		ReplicatedJob: "node", Pods: pods,
-		Quotas: []v1alpha1.QuotaCharge{{Quota: quota, PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per)}}},
+		PerPod: corev1.ResourceList{"requests.memory": resource.MustParse(per), "memory": resource.MustParse(per), "pods": resource.MustParse("1")},
 	}}}
 }
 
@@ -143,13 +132,12 @@ func legacyHolder(name, quota string, pods int32, per string) Holder {
 // Free subtracts exactly and goes negative when the quota is over-committed.
 func TestReservedAndFreePastInt64(t *testing.T) {
 	q := memoryQuota("1Pi", "1Ti")
-	holders := []Holder{
+	holders := []Reservation{
 		holder("team-a/small", 1, "1Gi"),
 		holder("team-a/huge", 5000, "1Ei"),
 		holder("team-a/large", 2, "8Pi"),
-		legacyHolder("team-a/other-quota", "team-b", 1, "1Gi"),
 	}
-	held := Reserved(q, holders)["requests.memory"]
+	held := ReservedOf(q, holders)["requests.memory"]
 	if held == nil {
 		t.Fatal("nothing held of requests.memory")
 	}
@@ -210,13 +198,12 @@ func TestChargePastInt64(t *testing.T) {
 }
 
 // Parts are charged against the quota as it is now: every name it limits
-// that pods count for, only when its scopes select the pods; a part written
-// before parts carried their usage charges what it froze for that quota.
+// that pods count for, only when its scopes select the pods.
 func TestChargeAgainstTodaysQuota(t *testing.T) {
 	gpus := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse(n), "pods": resource.MustParse("1")}
 	}
-	part := v1alpha1.ReservedPart{ReplicatedJob: "node", Pods: 2, PodShape: v1alpha1.PodShape{PerPod: gpus("8"), Scope: v1alpha1.PodScope{PriorityClassName: "high"}}}
+	part := Part{ReplicatedJob: "node", Pods: 2, PerPod: gpus("8"), Scope: Scope{PriorityClassName: "high"}}
 	quotaOf := func(name string, hard corev1.ResourceList, scope *corev1.ScopeSelector) *corev1.ResourceQuota {
 		return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: hard, ScopeSelector: scope}}
 	}
@@ -226,45 +213,36 @@ func TestChargeAgainstTodaysQuota(t *testing.T) {
 		}}}
 	}
 	cases := map[string]struct {
-		parts []v1alpha1.ReservedPart
+		parts []Part
 		q     *corev1.ResourceQuota
 		want  corev1.ResourceList
 	}{
 		"a GPU quota created after admission counts the pods' GPUs": {
-			parts: []v1alpha1.ReservedPart{part},
+			parts: []Part{part},
 			q:     quotaOf("gpus", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}, nil),
 			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")},
 		},
 		"every name the quota limits": {
-			parts: []v1alpha1.ReservedPart{part},
+			parts: []Part{part},
 			q:     quotaOf("both", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("10")}, nil),
 			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("2")},
 		},
 		"standard names read through the canonical ones an entry keeps": {
-			parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 2, PodShape: v1alpha1.PodShape{PerPod: Canonical(corev1.ResourceList{
+			parts: []Part{{ReplicatedJob: "node", Pods: 2, PerPod: Canonical(corev1.ResourceList{
 				"pods": resource.MustParse("1"), "count/pods": resource.MustParse("1"),
 				"cpu": resource.MustParse("4"), "requests.cpu": resource.MustParse("4"),
-			})}}},
+			})}},
 			q:    quotaOf("std", corev1.ResourceList{"cpu": resource.MustParse("100"), "count/pods": resource.MustParse("10")}, nil),
 			want: corev1.ResourceList{"cpu": resource.MustParse("8"), "count/pods": resource.MustParse("2")},
 		},
 		"a quota whose scopes do not select the pods": {
-			parts: []v1alpha1.ReservedPart{part},
+			parts: []Part{part},
 			q:     quotaOf("low", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}, only("low")),
 		},
 		"a quota whose scopes select the pods": {
-			parts: []v1alpha1.ReservedPart{part},
+			parts: []Part{part},
 			q:     quotaOf("high", corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")}, only("high")),
 			want:  corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16")},
-		},
-		"a legacy part charges what it froze for the quota of that name": {
-			parts: legacyHolder("", "gpus", 2, "3").Parts,
-			q:     quotaOf("gpus", corev1.ResourceList{"requests.memory": resource.MustParse("16")}, nil),
-			want:  corev1.ResourceList{"requests.memory": resource.MustParse("6")},
-		},
-		"a legacy part charges nothing to another quota": {
-			parts: legacyHolder("", "gpus", 2, "3").Parts,
-			q:     quotaOf("other", corev1.ResourceList{"requests.memory": resource.MustParse("16")}, nil),
 		},
 	}
 	for name, tc := range cases {

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/render"
 )
 
@@ -124,14 +123,14 @@ func TestObjectCounted(t *testing.T) {
 // The part of no replicated job survives the shapes table (it has none).
 func TestPartsOfObjects(t *testing.T) {
 	parts := PartsOf(objectsView(0))
-	want := []v1alpha1.ReservedPart{
+	want := []Part{
 		{ReplicatedJob: "node", Pods: 2, Jobs: 1},
 		{ReplicatedJob: "launcher", Pods: 1, Jobs: 1},
 		{Objects: corev1.ResourceList{"count/configmaps": resource.MustParse("2"), "count/secrets": resource.MustParse("1"),
 			"count/jobsets.jobset.x-k8s.io": resource.MustParse("1"), "count/services": resource.MustParse("1")}},
 	}
 	for i := range parts {
-		parts[i].PodShape = v1alpha1.PodShape{}
+		parts[i].PerPod, parts[i].Scope = nil, Scope{}
 	}
 	if diff := cmp.Diff(want, parts, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("parts (-want +got):\n%s", diff)

@@ -63,7 +63,7 @@ type ObjectsHeldBy struct {
 // ObjectsInputOf builds input.job.objects for a job rendered as view, judged
 // against quotas of which admitted jobs hold held[i] of quotas[i] (Reserved:
 // what their missing objects count).
-func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Held) ObjectsInput {
+func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Reserved) ObjectsInput {
 	in := ObjectsInput{Created: make([]CreatedInput, 0, len(view.Objects))}
 	for i := range view.Objects {
 		o := &view.Objects[i]
@@ -80,8 +80,8 @@ func ObjectsInputOf(view *render.JobView, quotas []corev1.ResourceQuota, held []
 // ObjectQuotasOf is input.job.objects.quotas of a job rendered as view whose
 // input.job.objects.created is created, judged against quotas as
 // ObjectsInputOf is: the part a new quota state changes
-// (input.Document.WithHoldings builds only it again).
-func ObjectQuotasOf(view *render.JobView, created []CreatedInput, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Held) []ObjectQuotaInput {
+// (input.Document.Against builds only it again).
+func ObjectQuotasOf(view *render.JobView, created []CreatedInput, quotas []corev1.ResourceQuota, held []map[corev1.ResourceName]*Reserved) []ObjectQuotaInput {
 	out := []ObjectQuotaInput{}
 	if view.RunsElsewhere {
 		return out // its objects are created on the cluster that runs it
@@ -108,7 +108,7 @@ func ObjectQuotasOf(view *render.JobView, created []CreatedInput, quotas []corev
 	return out
 }
 
-func objectQuotaInput(q *corev1.ResourceQuota, name corev1.ResourceName, created []CreatedInput, held *Held) ObjectQuotaInput {
+func objectQuotaInput(q *corev1.ResourceQuota, name corev1.ResourceName, created []CreatedInput, held *Reserved) ObjectQuotaInput {
 	counts, _ := ObjectCounted(name)
 	hard, used, heldMilli := Milli(q.Spec.Hard[name]), Milli(q.Status.Used[name]), new(big.Int)
 	out := ObjectQuotaInput{

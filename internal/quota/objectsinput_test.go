@@ -18,9 +18,9 @@ func TestObjectsInput(t *testing.T) {
 	q := quotaOf(false, "count/jobs.batch", "configmaps", "count/secrets", "requests.cpu")
 	q.Spec.Hard["count/jobs.batch"] = resource.MustParse("3")
 	q.Status.Used = corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}
-	other := Holder{TrainJob: "team-a/other", Parts: PartsOf(objectsView(0))}
+	other := Reservation{TrainJob: "team-a/other", Parts: PartsOf(objectsView(0))}
 	quotas := []corev1.ResourceQuota{*q, *quotaOf(true, "pods")}
-	in := ObjectsInputOf(view, quotas, ReservedEach(quotas, []Holder{other}))
+	in := ObjectsInputOf(view, quotas, ReservedOfEach(quotas, []Reservation{other}))
 	data, err := json.Marshal(in.Quotas)
 	if err != nil {
 		t.Fatal(err)

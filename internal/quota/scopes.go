@@ -4,8 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/mpiguard/mpiguard/api/v1alpha1"
 )
 
 // Selects says whether a quota's scopes and scope selector select a pod with
@@ -16,9 +14,24 @@ func Selects(q *corev1.ResourceQuota, spec *corev1.PodSpec) bool {
 	return SelectsScope(q, ScopeOf(spec))
 }
 
+// Scope is what ResourceQuota scopes select a pod by.
+type Scope struct {
+	// PriorityClassName of the pods (scope PriorityClass).
+	PriorityClassName string
+	// Terminating: the pods set activeDeadlineSeconds (scopes Terminating,
+	// NotTerminating).
+	Terminating bool
+	// BestEffort: no container requests or limits cpu or memory (scopes
+	// BestEffort, NotBestEffort).
+	BestEffort bool
+	// CrossNamespaceAffinity: a pod (anti-)affinity term names other
+	// namespaces (scope CrossNamespacePodAffinity).
+	CrossNamespaceAffinity bool
+}
+
 // ScopeOf is what quota scopes select a pod with this spec by.
-func ScopeOf(spec *corev1.PodSpec) v1alpha1.PodScope {
-	return v1alpha1.PodScope{
+func ScopeOf(spec *corev1.PodSpec) Scope {
+	return Scope{
 		PriorityClassName:      spec.PriorityClassName,
 		Terminating:            terminating(spec),
 		BestEffort:             bestEffort(spec),
@@ -27,7 +40,7 @@ func ScopeOf(spec *corev1.PodSpec) v1alpha1.PodScope {
 }
 
 // SelectsScope says whether quota q selects pods of scope s (Selects).
-func SelectsScope(q *corev1.ResourceQuota, s v1alpha1.PodScope) bool {
+func SelectsScope(q *corev1.ResourceQuota, s Scope) bool {
 	for _, scope := range q.Spec.Scopes {
 		if !scopeMatches(corev1.ScopedResourceSelectorRequirement{ScopeName: scope, Operator: corev1.ScopeSelectorOpExists}, s) {
 			return false
@@ -43,7 +56,7 @@ func SelectsScope(q *corev1.ResourceQuota, s v1alpha1.PodScope) bool {
 	return true
 }
 
-func scopeMatches(req corev1.ScopedResourceSelectorRequirement, s v1alpha1.PodScope) bool {
+func scopeMatches(req corev1.ScopedResourceSelectorRequirement, s Scope) bool {
 	switch req.ScopeName {
 	case corev1.ResourceQuotaScopeTerminating:
 		return s.Terminating

@@ -1,14 +1,12 @@
 package reservations
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -16,42 +14,18 @@ import (
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/quota"
+	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
-// pod is a pod of the JobSet of TrainJob job (jobSetOf), as the JobSet
-// controller labels it.
-func pod(i int, job, replicatedJob string, phase corev1.PodPhase) corev1.Pod {
-	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", job, replicatedJob, i),
-			Labels: map[string]string{
-				jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.JobSetUIDKey: "jobset-of-" + job,
-				jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob,
-			}},
-		Status: corev1.PodStatus{Phase: phase},
-	}
-}
-
-// jobSetOf is the metadata of the JobSet the Trainer built for TrainJob job
-// (UID uid; the test entries have none).
-func jobSetOf(job string, uid types.UID) metav1.PartialObjectMetadata {
-	return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "team-a", Name: job, UID: types.UID("jobset-of-" + job),
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: job, UID: uid, Controller: ptr.To(true)}},
-	}}
-}
-
-// entry holds 1 launcher pod and `workers` Worker pods of 4 GPUs each against quota "q".
-func entry(job string, workers int32) v1alpha1.ReservationEntry {
-	gpus := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}
-	admitted := metav1.NewTime(time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC))
-	return v1alpha1.ReservationEntry{TrainJob: job, Operation: v1alpha1.OperationCreate, AdmittedAt: admitted, HoldUntil: admitted, Parts: []v1alpha1.ReservedPart{
-		{ReplicatedJob: "launcher", Pods: 1, Quotas: []v1alpha1.QuotaCharge{{Quota: "q", PerPod: corev1.ResourceList{"pods": resource.MustParse("1")}}}},
-		{ReplicatedJob: "node", Pods: workers, Quotas: []v1alpha1.QuotaCharge{{Quota: "q", PerPod: gpus}}},
-	}}
-}
+// The pods, JobSets and entries of these tests.
+var (
+	pod      = fixtures.JobSetPod
+	jobSetOf = fixtures.JobSetOf
+	entry    = fixtures.ReservationEntry
+)
 
 // heldPods summarises holders as job -> pods per part.
-func heldPods(hs []quota.Holder) map[string][]int32 {
+func heldPods(hs []quota.Reservation) map[string][]int32 {
 	out := map[string][]int32{}
 	for _, h := range hs {
 		for _, p := range h.Parts {
@@ -61,7 +35,7 @@ func heldPods(hs []quota.Holder) map[string][]int32 {
 	return out
 }
 
-func TestHolders(t *testing.T) {
+func TestOutstanding(t *testing.T) {
 	cases := map[string]struct {
 		entries []v1alpha1.ReservationEntry
 		pods    []corev1.Pod
@@ -102,37 +76,9 @@ func TestHolders(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: "team-a", Entries: tc.entries}}
 			jobSets := []metav1.PartialObjectMetadata{jobSetOf("a", ""), jobSetOf("other", "")}
-			got := Holders(res, ExistingPods(tc.pods, jobSets, time.Now()))
+			got := Outstanding(res, ExistingPods(tc.pods, jobSets, time.Now()))
 			if diff := cmp.Diff(tc.want, heldPods(got)); diff != "" {
 				t.Errorf("holders (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestStartsPods(t *testing.T) {
-	now := metav1.Now()
-	cases := map[string]struct {
-		mod  func(*trainer.TrainJob)
-		want bool
-	}{
-		"running":                              {func(*trainer.TrainJob) {}, true},
-		"suspended":                            {func(j *trainer.TrainJob) { j.Spec.Suspend = ptr.To(true) }, false},
-		"deleted":                              {func(j *trainer.TrainJob) { j.DeletionTimestamp = &now }, false},
-		"run by MultiKueue on another cluster": {func(j *trainer.TrainJob) { j.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }, false},
-		"complete": {func(j *trainer.TrainJob) {
-			j.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
-		}, false},
-		"failed": {func(j *trainer.TrainJob) {
-			j.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobFailed, Status: metav1.ConditionTrue}}
-		}, false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			j := &trainer.TrainJob{}
-			tc.mod(j)
-			if got := StartsPods(j); got != tc.want {
-				t.Errorf("StartsPods = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -14,77 +14,65 @@ import (
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/input"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
-
-// State is what a quota decision in one namespace reads: the namespace's
-// ResourceQuotas, with status.used as the apiserver holds it, and what is held
-// against them on top of status.used. The validating webhook decides with it
-// (internal/reservations/transaction.go) and audit judges waiting jobs with it
-// (internal/audit), so both report the same numbers.
-type State struct {
-	Quotas  []corev1.ResourceQuota
-	Holders []quota.Holder
-	// Uncounted is what of Quotas' status.used the leader found their
-	// controller had not counted (spec.uncounted): included there, and
-	// named in denials.
-	Uncounted input.Uncounted
-	// Unconfirmed counts the entries held on trust (Unconfirmed); read only
-	// when ReadState is asked to.
-	Unconfirmed int
-}
 
 // RenderStored renders a stored TrainJob of the namespace: what it will
 // create. A nil view without an error says the job creates no pods (its
 // runtime is gone).
 type RenderStored func(ctx context.Context, job *trainer.TrainJob) (*render.JobView, error)
 
-// ReadState reads, for the quota decisions of namespace ns, the
-// ResourceQuotas (LiveQuotas, with what res records their status.used
+// ReadState reads the quota state the decisions of namespace ns are judged
+// against: the ResourceQuotas (LiveQuotas, with what res records their status.used
 // lacks of the pods that exist added to it) and what is held against them: every entry of
 // res, and TrainJobs that will create pods but have no entry (admitted before
-// mpiguard kept reservations, or while its webhook was bypassed), each less
+// mpiguard was installed, or while its webhook was bypassed), each less
 // the pods that exist. cache lists pods and TrainJobs; live reads the quotas.
-func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v1alpha1.QuotaReservation, renderStored RenderStored, countUnconfirmed bool) (State, error) {
+// The quota transaction decides with it (internal/reservations/admit) and
+// audit judges waiting jobs with it (internal/audit), so both report the
+// same numbers. With countUnconfirmed, it also counts the entries of res
+// held on trust (Unconfirmed).
+func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v1alpha1.QuotaReservation, renderStored RenderStored, countUnconfirmed bool) (state *input.QuotaState, unconfirmed int, err error) {
 	existing, err := ReadExisting(ctx, cache, ns, time.Now())
 	if err != nil {
-		return State{}, err
+		return nil, 0, err
 	}
 	quotas, err := LiveQuotas(ctx, cache, live, ns)
 	if err != nil {
-		return State{}, err
+		return nil, 0, err
 	}
 	// What a quota's count missed of the pods that exist, as the leader
 	// found it (counted.go), is used as status.used is.
 	uncounted := withUncounted(quotas, res)
-	holders := Holders(res, existing)
+	reservations := Outstanding(res, existing)
 	var jobs trainer.TrainJobList
 	if err := cache.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		return State{}, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
+		return nil, 0, fmt.Errorf("listing the TrainJobs of %q: %w", ns, err)
 	}
 	for i := range jobs.Items {
 		other := &jobs.Items[i]
-		if Has(res, other) || !StartsPods(other) {
+		if store.Has(res, other) || !jobstate.CreatesPods(other) {
 			continue
 		}
 		view, err := renderStored(ctx, other)
 		if err != nil {
-			return State{}, &UnknownChargeError{Job: other, Err: err}
+			return nil, 0, &UnknownChargeError{Job: other, Err: err}
 		}
 		if view == nil {
 			continue // creates no pods: holds nothing
 		}
 		if parts := quota.Missing(quota.PartsOf(view), existing.Of(other.Name, other.UID)); len(parts) > 0 {
-			holders = append(holders, quota.Holder{TrainJob: ns + "/" + other.Name, UID: other.UID, Parts: parts})
+			reservations = append(reservations, quota.Reservation{TrainJob: ns + "/" + other.Name, UID: other.UID, Parts: parts})
 		}
 	}
-	quota.ChargeAgainst(holders, quotas) // once for every decision judged against this state
-	state := State{Quotas: quotas, Holders: holders, Uncounted: uncounted}
+	quota.ChargeAgainst(reservations, quotas) // once for every decision judged against this state
 	if countUnconfirmed {
-		state.Unconfirmed = Unconfirmed(res, jobs.Items)
+		unconfirmed = Unconfirmed(res, jobs.Items)
 	}
-	return state, nil
+	return input.NewQuotaState(quotas, reservations, uncounted), unconfirmed, nil
 }
 
 // LiveQuotas reads the namespace's ResourceQuotas with their status.used as
@@ -169,3 +157,31 @@ func (e *UnknownChargeError) Error() string {
 }
 
 func (e *UnknownChargeError) Unwrap() error { return e.Err }
+
+// withUncounted adds to each quota's status.used what the QuotaReservation
+// records it lacks (spec.uncounted), and returns what it added, by quota,
+// for denials to say. quotas are the caller's own copies.
+func withUncounted(quotas []corev1.ResourceQuota, res *v1alpha1.QuotaReservation) input.Uncounted {
+	var added input.Uncounted
+	for _, u := range res.Spec.Uncounted {
+		i := slices.IndexFunc(quotas, func(q corev1.ResourceQuota) bool { return q.Name == u.ResourceQuota })
+		if i < 0 {
+			continue // deleted since
+		}
+		if added == nil {
+			added = input.Uncounted{}
+		}
+		added[u.ResourceQuota] = u.Usage
+		used := quotas[i].Status.Used.DeepCopy()
+		if used == nil {
+			used = corev1.ResourceList{}
+		}
+		for name, lacks := range u.Usage {
+			total := used[name]
+			total.Add(lacks)
+			used[name] = total
+		}
+		quotas[i].Status.Used = used
+	}
+	return added
+}

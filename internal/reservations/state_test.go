@@ -18,7 +18,9 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/render"
+	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
 // podsView renders every job as a launcher and `node` replicated job of
@@ -71,7 +73,7 @@ func TestReadState(t *testing.T) {
 		return podsView(1, 2), nil
 	}
 
-	state, err := ReadState(context.Background(), c, c, "team-a", res, renderStored, false)
+	state, _, err := ReadState(context.Background(), c, c, "team-a", res, renderStored, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestReadState(t *testing.T) {
 		"team-a/unreserved":   {1, 2}, // rendered: nothing of it exists
 		"team-a/half-started": {1},    // one Worker of two exists; the launcher runs
 	}
-	if d := cmp.Diff(want, heldPods(state.Holders)); d != "" {
+	if d := cmp.Diff(want, heldPods(state.Reservations)); d != "" {
 		t.Errorf("holders (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{"half-started", "unreserved"}, rendered); d != "" {
@@ -91,7 +93,7 @@ func TestReadState(t *testing.T) {
 	}
 
 	t.Run("a job that cannot be rendered fails the read, naming it", func(t *testing.T) {
-		_, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
+		_, _, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
 			return nil, errors.New("runtime broken")
 		}, false)
 		if err == nil || !strings.Contains(err.Error(), `TrainJob half-started, which holds quota in "team-a": runtime broken`) {
@@ -99,13 +101,13 @@ func TestReadState(t *testing.T) {
 		}
 	})
 	t.Run("a job whose runtime is gone holds nothing", func(t *testing.T) {
-		state, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
+		state, _, err := ReadState(context.Background(), c, c, "team-a", res, func(context.Context, *trainer.TrainJob) (*render.JobView, error) {
 			return nil, nil
 		}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := cmp.Diff(map[string][]int32{"team-a/reserved": {1, 3}}, heldPods(state.Holders)); d != "" {
+		if d := cmp.Diff(map[string][]int32{"team-a/reserved": {1, 3}}, heldPods(state.Reservations)); d != "" {
 			t.Errorf("holders (-want +got):\n%s", d)
 		}
 	})
@@ -161,3 +163,35 @@ func TestSynced(t *testing.T) {
 		})
 	}
 }
+
+func TestWithUncounted(t *testing.T) {
+	quotas := []corev1.ResourceQuota{
+		usedQuota("q", list("requests.nvidia.com/gpu", "16"), list("requests.nvidia.com/gpu", "4", "pods", "2")),
+		usedQuota("other", list("pods", "10"), nil),
+	}
+	res := &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Uncounted: []v1alpha1.UncountedUsage{
+		{ResourceQuota: "q", Usage: list("requests.nvidia.com/gpu", "4", "pods", "1")},
+		{ResourceQuota: "gone", Usage: list("pods", "1")},
+		{ResourceQuota: "other", Usage: list("pods", "1")},
+	}}}
+	added := withUncounted(quotas, res)
+	if diff := cmp.Diff(input.Uncounted{"q": res.Spec.Uncounted[0].Usage, "other": res.Spec.Uncounted[2].Usage}, added); diff != "" {
+		t.Errorf("what was added, by quota (-want +got):\n%s", diff)
+	}
+	got := map[string]string{}
+	for _, q := range quotas {
+		for name, v := range q.Status.Used {
+			got[q.Name+" "+string(name)] = v.String()
+		}
+	}
+	want := map[string]string{"q requests.nvidia.com/gpu": "8", "q pods": "3", "other pods": "1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status.used (-want +got):\n%s", diff)
+	}
+}
+
+// The quotas of these tests.
+var (
+	usedQuota = fixtures.UsedQuota
+	list      = fixtures.ResourceList
+)

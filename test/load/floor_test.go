@@ -114,7 +114,7 @@ func (f *floorWebhook) reserve(ctx context.Context, ns, job string) error {
 		res = &v1alpha1.QuotaReservation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: f.policyNS, Name: ns},
 			Spec: v1alpha1.QuotaReservationSpec{
-				Format: f.template.Spec.Format, Namespace: ns,
+				Namespace: ns,
 				PodShapes: f.template.Spec.PodShapes, ObjectShapes: f.template.Spec.ObjectShapes,
 				Entries: []v1alpha1.ReservationEntry{entry},
 			},

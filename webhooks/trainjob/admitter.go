@@ -13,7 +13,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // admitter is what both webhooks share: the cluster they read, the pipeline
@@ -23,7 +23,7 @@ type admitter struct {
 	pipeline *pipeline.Pipeline
 	// reservations decides the jobs that start pods and records the quota
 	// they hold until their pods exist.
-	reservations *reservations.Admitter
+	reservations *admit.Admitter
 	// recorder writes the Warning events of denied updates (events.go); nil: none.
 	recorder events.EventRecorder
 }
@@ -74,10 +74,10 @@ func refused(err error) *admission.Response {
 	return &resp
 }
 
-// answer is the response to a verdict: denied with every denial, or
+// answer is the response to an evaluation: denied with every denial, or
 // allowed, with the warnings either way. An allowed create also hears which
 // NetworkPolicy template the job gets and what it leaves closed.
-func answer(v *pipeline.Verdict) admission.Response {
+func answer(v *pipeline.Evaluation) admission.Response {
 	if !v.Allowed() {
 		return admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...)
 	}

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 )
 
@@ -61,7 +62,7 @@ func (a *admitter) reportDenied(r *pipeline.Request, resp admission.Response) {
 		}
 	}
 	action, what := actionUpdate, "an update"
-	if pipeline.Resumes(r) { // a MultiKueue job's resume starts no pod here, and is still one
+	if jobstate.Resumes(r.OldTrainJob, r.TrainJob) { // a MultiKueue job's resume starts no pod here, and is still one
 		action, what = actionResume, "the resume"
 	}
 	note := fmt.Sprintf("mpiguard denied %s of this TrainJob by %s: %s", what, r.User, message)

@@ -8,22 +8,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // decideReserving decides a request that lets a job create pods (a create that
 // is not suspended, a resume) through the quota reservation transaction
-// (reservations.Admitter): judged against what the namespace's quotas hold,
+// (admit.Admitter): judged against what the namespace's quotas hold,
 // and its reservation written before it is allowed.
-func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request, prepared *pipeline.Verdict) admission.Response {
-	res, err := v.reservations.Admit(ctx, reservations.Request{Job: r, Prepared: prepared, ReviewUID: req.UID})
-	var unavailable *reservations.UnavailableError
+func (v Validator) decideReserving(ctx context.Context, req admission.Request, r *pipeline.Request, prepared *pipeline.Evaluation) admission.Response {
+	evaluation, err := v.reservations.Admit(ctx, admit.Request{Job: r, Prepared: prepared, ReviewUID: req.UID})
+	var unavailable *admit.UnavailableError
 	switch {
 	case errors.As(err, &unavailable):
 		return admission.Errored(http.StatusServiceUnavailable, err)
 	case err != nil:
 		return *refused(err)
 	}
-	v.pipeline.Record(res.Verdict)
-	return answer(res.Verdict)
+	v.pipeline.Record(evaluation)
+	return answer(evaluation)
 }

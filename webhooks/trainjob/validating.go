@@ -5,6 +5,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 )
 
@@ -36,12 +37,12 @@ func (v Validator) decide(ctx context.Context, req admission.Request, r *pipelin
 		return *refused(err)
 	case !prepared.Governed:
 		return admission.Allowed("")
-	case pipeline.StartsPods(r):
+	case jobstate.StartsPods(r.OldTrainJob, r.TrainJob):
 		return v.decideReserving(ctx, req, r, prepared)
 	}
-	verdict, err := v.pipeline.Judge(ctx, prepared, nil)
+	evaluation, err := v.pipeline.Judge(ctx, prepared, nil)
 	if err != nil {
 		return *refused(err)
 	}
-	return answer(verdict)
+	return answer(evaluation)
 }

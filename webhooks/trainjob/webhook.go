@@ -3,7 +3,7 @@
 // every other TrainJob is allowed untouched after one cached runtime lookup.
 // Each handler decodes the request, runs it through the admission pipeline
 // (internal/pipeline: render, quota, policy engine) and answers with its
-// verdict; the validating one also records the quota a job that starts pods
+// evaluation; the validating one also records the quota a job that starts pods
 // reserves (reserve.go).
 // controller-runtime's admission.Webhook serves each request and decodes the
 // AdmissionReview; decode.go reads the TrainJob with its admission.Decoder.
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/mpiguard/mpiguard/internal/pipeline"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
 
 // Paths at which the webhooks are served; config/webhook is generated from the markers.
@@ -35,7 +35,7 @@ type Options struct {
 	// request that starts pods. Everything in the process that reserves
 	// shares one (the Kueue AdmissionCheck too), so their decisions in a
 	// namespace are batched together.
-	Reservations *reservations.Admitter
+	Reservations *admit.Admitter
 }
 
 // SetupWithManager registers the TrainJob webhooks on the manager's webhook server.

@@ -18,7 +18,9 @@ import (
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reload"
 	"github.com/mpiguard/mpiguard/internal/render"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
+	"github.com/mpiguard/mpiguard/internal/reservations/retire"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
@@ -49,7 +51,7 @@ func DefaultPolicyOptions() PolicyOptions {
 		ns = "mpiguard-system"
 	}
 	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout,
-		MaxUnconfirmedReservations: reservations.DefaultMaxUnconfirmed}
+		MaxUnconfirmedReservations: admit.DefaultMaxUnconfirmed}
 }
 
 // AddFlags binds policy flags.
@@ -103,7 +105,7 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	}
 	// Entries of admitted jobs are released by the elected leader once the
 	// quota counts their pods (or they will never be charged).
-	if err := reservations.SetupRetirer(mgr, o.Namespace); err != nil {
+	if err := retire.Setup(mgr, o.Namespace); err != nil {
 		return err
 	}
 	renderer, err := render.NewRenderer(ctx)
@@ -123,9 +125,9 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	// The webhook and the Kueue check reserve through one transaction: their
 	// decisions in a namespace are batched together, each on the other's
 	// last write.
-	store := reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.Namespace)
-	admitter := reservations.NewAdmitter(store, pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}, p,
-		reservations.AdmitterOptions{Grace: o.ReservationGrace, MaxUnconfirmed: o.MaxUnconfirmedReservations, Recorder: mgr.GetEventRecorder("mpiguard-quota")})
+	store := store.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.Namespace)
+	admitter := admit.NewAdmitter(store, pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}, p,
+		admit.AdmitterOptions{Grace: o.ReservationGrace, MaxUnconfirmed: o.MaxUnconfirmedReservations, Recorder: mgr.GetEventRecorder("mpiguard-quota")})
 	if err := setupKueueCheck(mgr, p, admitter, ko); err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func setupAudit(mgr ctrl.Manager, p *pipeline.Pipeline, loader *reload.Reconcile
 	}
 	// mpiguard's own namespace is never governed (config/webhook).
 	o.SkipNamespaces = append(o.SkipNamespaces, ownNamespace)
-	store := reservations.NewStore(mgr.GetClient(), mgr.GetAPIReader(), nil, ownNamespace)
+	store := store.NewStore(mgr.GetClient(), mgr.GetAPIReader(), nil, ownNamespace)
 	c, err := audit.SetupWithManager(mgr, p, store, o)
 	if errors.Is(err, audit.ErrNoReportCRDs) {
 		ctrl.Log.WithName("audit").Error(err, "audit disabled")
@@ -158,7 +160,7 @@ func setupAudit(mgr ctrl.Manager, p *pipeline.Pipeline, loader *reload.Reconcile
 // leader with the webhooks' pipeline, reserving namespace quota in the same
 // QuotaReservations the validating webhook writes. Without Kueue's CRDs it is
 // off and mpiguard still serves admission.
-func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *reservations.Admitter, ko kueuecheck.Options) error {
+func setupKueueCheck(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *admit.Admitter, ko kueuecheck.Options) error {
 	if !ko.Enabled {
 		return nil
 	}

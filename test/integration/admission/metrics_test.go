@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
@@ -184,7 +184,7 @@ func tightenMaxWorkers(ctx context.Context, ns string, limit int) {
 }
 
 // refuseFull fills a fresh namespace's QuotaReservation with
-// reservations.MaxEntries entries held on trust (for an hour, of jobs that
+// store.MaxEntries entries held on trust (for an hour, of jobs that
 // never appear and charge nothing) and expects the next create refused.
 func refuseFull(ctx context.Context, runtime string) {
 	GinkgoHelper()
@@ -195,7 +195,7 @@ func refuseFull(ctx context.Context, runtime string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: ns},
 		Spec:       quotav1alpha1.QuotaReservationSpec{Namespace: ns},
 	}
-	for i := range reservations.MaxEntries {
+	for i := range store.MaxEntries {
 		res.Spec.Entries = append(res.Spec.Entries, quotav1alpha1.ReservationEntry{
 			TrainJob: fmt.Sprintf("held-%04d", i), UID: types.UID(fmt.Sprintf("00000000-0000-0000-0001-%012d", i)),
 			Operation: quotav1alpha1.OperationCreate, AdmittedAt: now, HoldUntil: metav1.NewTime(now.Add(time.Hour)),
@@ -205,5 +205,5 @@ func refuseFull(ctx context.Context, runtime string) {
 	Expect(env.Client.Create(ctx, res)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, res))).To(Succeed()) })
 	Expect(denial(ctx, fixtures.TrainJob(ns, "one-too-many", runtime).NumNodes(1).NumProcPerNode(4).Obj())).To(
-		ContainSubstring(fmt.Sprintf("already holds %d quota reservations", reservations.MaxEntries)))
+		ContainSubstring(fmt.Sprintf("already holds %d quota reservations", store.MaxEntries)))
 }

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/retire"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -57,7 +57,7 @@ var _ = Describe("quota reservations with the real resourcequota controller", fu
 		}).Should(Succeed())
 
 		By("the controller's recomputes (the pods finished, its resync) were each compared with the pods: none counted less")
-		Expect(reservationEvents(ctx, ns, reservations.ReasonQuotaStatusBehind)).To(BeEmpty())
+		Expect(reservationEvents(ctx, ns, retire.ReasonQuotaStatusBehind)).To(BeEmpty())
 	})
 })
 

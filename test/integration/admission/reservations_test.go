@@ -17,7 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -175,7 +175,7 @@ var _ = Describe("quota reservations", func() {
 		Eventually(func() error { return env.Client.Create(ctx, second(), client.DryRunAll) }).
 			Should(MatchError(And(ContainSubstring(field), ContainSubstring("edited by hand"), ContainSubstring("kubectl edit quotareservation"))),
 				"a create decided on the hand-broken entry")
-		Eventually(func() []string { return reservationEvents(ctx, ns, reservations.ReasonInvalidEntries) }).
+		Eventually(func() []string { return reservationEvents(ctx, ns, store.ReasonInvalidEntries) }).
 			Should(ContainElement(ContainSubstring(field)), "no Warning Event on the QuotaReservation saying which field")
 
 		setWorkerShape(original)
@@ -214,7 +214,7 @@ var _ = Describe("quota reservations", func() {
 		Eventually(func() error { return env.Client.Create(ctx, second(broken), client.DryRunAll) }).
 			Should(MatchError(refusal), "a dry run decided on an object mpiguard cannot read")
 		Expect(env.Client.Create(ctx, second(broken))).To(MatchError(refusal), "a create decided on an object mpiguard cannot read")
-		Eventually(func() []string { return reservationEvents(ctx, broken, reservations.ReasonInvalidEntries) }).
+		Eventually(func() []string { return reservationEvents(ctx, broken, store.ReasonInvalidEntries) }).
 			Should(ContainElement(ContainSubstring("spec.entries[0]")), "no Warning Event on the QuotaReservation saying which entry")
 
 		// Elsewhere nothing changes: creates are decided, and the leader's

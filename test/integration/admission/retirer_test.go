@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/retire"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -69,7 +69,7 @@ var _ = Describe("a job deleted before its pods exist", func() {
 		first := admitted(ctx, job())
 		Expect(env.ReservedJobs(ctx, ns)).To(ConsistOf("retry-me"), "no pods exist here: the admitted job holds its GPUs")
 		deleted := func() float64 {
-			return framework.Counter("mpiguard_quota_reservations_released_total", map[string]string{"reason": reservations.ReasonDeleted})
+			return framework.Counter("mpiguard_quota_reservations_released_total", map[string]string{"reason": retire.ReasonDeleted})
 		}
 		before := deleted()
 

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/retire"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -49,7 +49,7 @@ var _ = Describe("a ResourceQuota whose status misses pods just created", func()
 		Eventually(uncounted).Should(Equal([]string{"team-a requests.nvidia.com/gpu 8"}))
 		Eventually(func() []string { return env.ReservedJobs(ctx, ns) }).Should(BeEmpty())
 		Expect(uncounted()).To(Equal([]string{"team-a requests.nvidia.com/gpu 8"}))
-		Eventually(func() []string { return reservationEvents(ctx, ns, reservations.ReasonQuotaStatusBehind) }).Should(ContainElement(
+		Eventually(func() []string { return reservationEvents(ctx, ns, retire.ReasonQuotaStatusBehind) }).Should(ContainElement(
 			ContainSubstring("ResourceQuota " + ns + "/team-a counts 0 of requests.nvidia.com/gpu in status.used where the pods that exist charge 8")))
 
 		By("admission counts them: 16 - (0 + 8) leaves 8, not 16, for a job of 12; the denial says why kubectl shows 0 used")

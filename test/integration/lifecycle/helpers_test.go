@@ -12,8 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
+	"github.com/mpiguard/mpiguard/internal/quota"
+	"github.com/mpiguard/mpiguard/internal/reservations/store"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -69,32 +70,26 @@ func snapshot(ctx context.Context, job *trainer.TrainJob) *corev1.ConfigMap {
 	return cm
 }
 
-// entryOf returns the reservation entry of job (by name and UID), nil when none.
-func entryOf(ctx context.Context, job *trainer.TrainJob) *quotav1alpha1.ReservationEntry {
+// entryOf returns the reservation job's entry records (by name and UID), as
+// mpiguard reads it, nil when none.
+func entryOf(ctx context.Context, job *trainer.TrainJob) *quota.Reservation {
 	GinkgoHelper()
 	res := env.Reservation(ctx, job.Namespace)
 	if res == nil {
 		return nil
 	}
-	for i := range res.Spec.Entries {
+	for i, r := range store.Reservations(res) {
 		if e := &res.Spec.Entries[i]; e.TrainJob == job.Name && e.UID == job.UID {
-			// Parts name their pods' usage by index in spec.podShapes, as
-			// stored; give each its shape, as mpiguard reads it.
-			for j := range e.Parts {
-				if p := &e.Parts[j]; p.Shape != nil && int(*p.Shape) < len(res.Spec.PodShapes) {
-					p.PodShape = res.Spec.PodShapes[*p.Shape]
-				}
-			}
-			return e
+			return &r
 		}
 	}
 	return nil
 }
 
-// gpusOf is the GPUs a reservation entry's pods ask for, all parts together.
-func gpusOf(e *quotav1alpha1.ReservationEntry) int64 {
+// gpusOf is the GPUs a reservation's pods ask for, all parts together.
+func gpusOf(r *quota.Reservation) int64 {
 	var n int64
-	for _, p := range e.Parts {
+	for _, p := range r.Parts {
 		per := p.PerPod[gpu]
 		n += per.Value() * int64(p.Pods)
 	}

@@ -11,7 +11,7 @@ import (
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/internal/render"
-	"github.com/mpiguard/mpiguard/internal/reservations"
+	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -55,6 +55,6 @@ var _ = Describe("a TrainJob mpiguard cannot render", func() {
 				}
 			}
 			return reasons
-		}, timeout, interval).Should(ContainElement(reservations.ReasonChargeUnknown), "no Warning Event on the job that blocks its namespace")
+		}, timeout, interval).Should(ContainElement(admit.ReasonChargeUnknown), "no Warning Event on the job that blocks its namespace")
 	})
 })
