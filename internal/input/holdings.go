@@ -21,10 +21,9 @@ import (
 // It depends on the quotas and the holders only, not on the job judged, so a
 // round of quota decisions builds it once for all the jobs it judges against
 // the same holders (pipeline.NewQuotaState) instead of once per decision:
-// listing every holder is O(holders), and an allowed decision against 250
-// holders took 4.3–5.2 ms listing them itself, 1.2 ms sharing them (BenchmarkJudgeManyHolders;
-// in a burst of creates, mpiguard's CPU per create −12%: docs/performance.md,
-// "Holdings built once per round"). It is built on first use, then read
+// listing every holder is O(holders), so sharing it makes a round's cost
+// grow with its decisions plus its holders, not their product
+// (BenchmarkJudgeManyHolders). It is built on first use, then read
 // only: safe for concurrent use. The quotas and holders must not change
 // while it is in use.
 type Holdings struct {

@@ -139,7 +139,7 @@ func (d *Document) WithHoldings(holdings *Holdings) (*Document, error) {
 	out.quotas = listOf(out.doc.Quotas, (*quotaInput).value)
 	// Of input.job, only objects.quotas depends on the quota state: it alone
 	// is built again, the other values shared (building all of input.job
-	// again, the objects created and each replicated job, was half of a
+	// again, the objects created and each replicated job, would dominate a
 	// decision against a state whose holdings were built already:
 	// BenchmarkJudgeManyHolders).
 	out.doc.Job.Objects.Quotas = quota.ObjectQuotasOf(out.src.View, d.doc.Job.Objects.Created, holdings.quotas, holdings.held())

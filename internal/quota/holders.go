@@ -29,8 +29,8 @@ type Holder struct {
 // ChargeAgainst charges each of holders against each of quotas once, in
 // place: the decisions of one round of a batch, and audit's judgements of a
 // namespace, judge many jobs against the same holders and quotas, and
-// charging every holder again for each of them was 7% of the CPU of a burst
-// of creates (docs/performance.md, "Issue 23's burst target"). A holder's
+// charging every holder again for each of them would repeat the same work
+// once per job (BenchmarkBurstCreate). A holder's
 // parts must not change afterwards; a quota that changes (another
 // resourceVersion) is charged anew by Reserved.
 func ChargeAgainst(holders []Holder, quotas []corev1.ResourceQuota) {

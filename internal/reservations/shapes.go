@@ -14,10 +14,7 @@ import (
 // index: jobs of one runtime share their shapes, so an object of many
 // entries stays small. Every write carries it whole, and the apiserver's
 // work for a write (decoding, schema validation, storage, watch) grows with
-// its size (docs/performance.md, "Where a create's time goes"): 500
-// sequential creates into one namespace took p50 141-148 ms with usage
-// inline in every entry, 112-116 ms with pod shapes; object shapes took an
-// entry of the benchmark's job from 500 to 330 bytes. The tables are rebuilt
+// its size. The tables are rebuilt
 // from the entries, so shapes no entry uses any more are dropped. res must
 // be expanded (every part inline); it is modified.
 func compact(res *v1alpha1.QuotaReservation) {
