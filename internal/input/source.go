@@ -16,6 +16,7 @@ import (
 // Operation is the admission operation being decided.
 type Operation string
 
+// The admission operations a document is built for.
 const (
 	Create Operation = "CREATE"
 	Update Operation = "UPDATE"

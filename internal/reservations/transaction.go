@@ -245,7 +245,8 @@ func unreadable(err error) error {
 	return &UnavailableError{fmt.Errorf("mpiguard could not read what the namespace's quotas hold (%w); nothing was admitted, retry the request", err)}
 }
 
-// Reason of the Warning Event on a job whose charge is unknown.
+// ReasonChargeUnknown is the reason of the Warning Event on a job whose
+// charge is unknown.
 const ReasonChargeUnknown = "QuotaChargeUnknown"
 
 // unreadable is unreadable(err), except that a stored job whose charge
