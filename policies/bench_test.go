@@ -202,7 +202,7 @@ func BenchmarkDecision(b *testing.B) {
 			b.ReportAllocs()
 			cpu := cpuTime()
 			b.ResetTimer()
-			for n := 0; n < b.N; n++ {
+			for range b.N {
 				start := time.Now()
 				if _, err := env.admission(ctx, tc.job, tc.stage); err != nil {
 					b.Fatal(err)
@@ -247,7 +247,7 @@ func BenchmarkPolicies(b *testing.B) {
 	b.ReportAllocs()
 	cpu := cpuTime()
 	b.ResetTimer()
-	for n := 0; n < b.N; n++ {
+	for range b.N {
 		start := time.Now()
 		if _, err := env.eng.Decide(ctx, request()); err != nil {
 			b.Fatal(err)

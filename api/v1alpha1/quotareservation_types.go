@@ -56,13 +56,10 @@ type QuotaReservationSpec struct {
 	ObjectShapes []corev1.ResourceList `json:"objectShapes,omitempty"`
 	// entries, one per TrainJob name (ReservationEntry). mpiguard replaces
 	// the list whole on every write (with the resourceVersion it read). It
-	// has no schema in the CRD: the apiserver's validation, pruning and
-	// coercion of every entry on every write cost it more than the rest of a
-	// create with a reservation (a fifth of its CPU per create with up to 20
-	// entries, 2.2x with 400-500; docs/performance.md, "Entries without a
-	// schema"). mpiguard checks on every read what the schema would and
-	// more (reservations.validEntries), and a value of the wrong type fails
-	// the decode of its own object only (UnmarshalJSON).
+	// has no schema in the CRD, so the apiserver does not validate, prune or
+	// coerce every entry on every write; mpiguard checks on every read what
+	// a schema would and more (reservations.validEntries), and a value of
+	// the wrong type fails the decode of its own object only (UnmarshalJSON).
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional

@@ -39,8 +39,9 @@ func main() {
 	// the cleanup; the write fails with EPIPE instead and is dropped.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *kubeconfig, !*noDemo); err != nil {
+	err := run(ctx, *kubeconfig, !*noDemo)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "mpiguard-dev:", err)
 		os.Exit(1)
 	}

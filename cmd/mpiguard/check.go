@@ -110,7 +110,7 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	// The policies compile, and the TrainJob schema's validators are built,
 	// while the documents are read (runtimes first, whose validators the
 	// reading builds), on the other core: what a check of one TrainJob waits
-	// for (docs/performance.md, "Offline check"). Errors keep their order:
+	// for (BenchmarkCheck). Errors keep their order:
 	// the input's first.
 	go render.PrepareValidation(trainer.TrainJobKind)
 	evaluator := make(chan evaluatorOrError, 1)

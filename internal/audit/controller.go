@@ -37,8 +37,7 @@ import (
 // The reports it writes (server-side apply: create and patch), reads back
 // with a GET, uncached (the previous results: timestamps, what newly fails),
 // and deletes when nothing in a namespace is judged any more. No list or
-// watch: no informer of Reports is started (docs/performance.md, "Where the
-// audit's wall time goes").
+// watch: no informer of Reports is started.
 // +kubebuilder:rbac:groups=openreports.io,resources=reports;clusterreports,verbs=get;create;patch;delete
 // A Warning event on a TrainJob that newly violates a policy.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -35,14 +35,15 @@ import (
 type Status string
 
 const (
-	// Pass: the policy has nothing against the object.
+	// Pass is the outcome when the policy has nothing against the object.
 	Pass Status = "pass"
-	// Fail: the policy denies it (admission would refuse it today).
+	// Fail is the outcome when the policy denies it (admission would refuse
+	// it today).
 	Fail Status = "fail"
-	// Warn: the policy warns, or is in dryrun.
+	// Warn is the outcome when the policy warns, or is in dryrun.
 	Warn Status = "warn"
-	// Error: the object could not be judged (its runtime is gone, a policy
-	// failed): admission would refuse it too.
+	// Error is the outcome when the object could not be judged (its runtime
+	// is gone, a policy failed): admission would refuse it too.
 	Error Status = "error"
 )
 
@@ -222,6 +223,7 @@ func ClusterRuntimeRef(rt *trainer.ClusterTrainingRuntime) corev1.ObjectReferenc
 	return corev1.ObjectReference{APIVersion: trainer.GroupVersion.String(), Kind: trainer.ClusterTrainingRuntimeKind, Name: rt.Name, UID: rt.UID}
 }
 
+// RuntimeRef is the reference a Report's scope gives a TrainingRuntime.
 func RuntimeRef(rt *trainer.TrainingRuntime) corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind, Namespace: rt.Namespace, Name: rt.Name, UID: rt.UID}
 }

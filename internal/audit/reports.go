@@ -189,8 +189,8 @@ type ReportWriter struct {
 	// PassResults lists a result per policy for every job that passes it,
 	// as well as the violations. Off by default: at 100 jobs and 10
 	// policies a namespace's Report then holds 1,000 results, nearly all
-	// passes, and writing them was 80% of the apiserver's CPU in a full
-	// audit (docs/performance.md, "Reports without pass results").
+	// passes, and writing them makes most of the apiserver's work in a full
+	// audit.
 	PassResults bool
 	Now         func() time.Time
 }

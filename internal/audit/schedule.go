@@ -27,8 +27,7 @@ func auditDelay(now time.Time, p *pending, opts Options) time.Duration {
 // While the webhooks are answering requests (one started within
 // admissionBusy), each judgement of an audit is followed by a pause
 // yieldFactor times as long as it took: audit then takes a fifth of the CPU
-// it would, and a burst of submits is answered nearly as fast as with audit
-// off (docs/performance.md, "Audit and admission"). An idle cluster is
+// it would, leaving the CPU to a burst of submits. An idle cluster is
 // audited at full speed.
 const (
 	admissionBusy = time.Second

@@ -8,7 +8,7 @@ import (
 func TestAuditDelay(t *testing.T) {
 	opts := Options{Debounce: 2 * time.Second, MaxDelay: 30 * time.Second}
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	at := t0.Add
 	cases := []struct {
 		name string
 		p    *pending

@@ -22,10 +22,8 @@ import (
 // ConfigMaps by name outside its namespace, never list or watch them
 // (docs/operations.md), so nothing tells it when a snapshot appears or
 // changes: each read is a GET, one per waiting job, and a YAML parse of the
-// runtime it holds. In a full audit of 10,000 waiting jobs, each with its
-// snapshot as in a cluster, remembering them made the audit 3.0x faster
-// (44.5 -> 14.8 s; docs/performance.md, "Reports without pass results, and
-// snapshots read once per interval").
+// runtime it holds, which in a full audit of many waiting jobs would be most
+// of its time (BenchmarkAudit).
 //
 // So audit remembers what it read, per version of the job, for at most the
 // audit interval: a job that changed (the Trainer's first reconcile, which

@@ -1,4 +1,4 @@
-// Package offline evaluates manifests without a cluster, exactly as admission
+// Package check evaluates manifests without a cluster, exactly as admission
 // would: the documents read form the cluster (Namespaces, ResourceQuotas with
 // their status.used, LimitRanges, RuntimeClasses, (Cluster)TrainingRuntimes)
 // and every TrainJob among them is rendered, mutated and validated as a CREATE

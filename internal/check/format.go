@@ -63,8 +63,7 @@ func WriteText(w io.Writer, results []Result, showPatches bool) error {
 // by two spaces, as json.Encoder with SetIndent("", "  ") writes it. It is
 // written one result at a time: encoding the whole array at once held the
 // whole output twice (encoded, then indented) at the end of a check, where
-// its peak memory is (docs/performance.md, "The JSON output written one
-// result at a time").
+// its peak memory is.
 func WriteJSON(w io.Writer, results []Result) error {
 	if len(results) == 0 {
 		return json.NewEncoder(w).Encode(results) // null or []

@@ -9,8 +9,7 @@ import (
 // as the apiserver does when it creates an object. The renderer caches a
 // runtime's template, merged and converted for the Trainer's plugins, by
 // them (internal/render, templatecache.go): the jobs of one runtime then
-// share one merge instead of one each, a tenth of checking 1,000 jobs
-// (docs/performance.md, "Offline check"). Whatever the documents said is
+// share one merge instead of one each (BenchmarkCheck). Whatever the documents said is
 // replaced: two documents may carry the same pair with different specs (an
 // edited `kubectl get -o yaml`, two --each-file clusters), and no decision
 // reads either.

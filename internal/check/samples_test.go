@@ -24,7 +24,7 @@ func copyPolicies(t *testing.T, edit func(dir string)) string {
 	return dir
 }
 
-func replaceIn(t *testing.T, file, old, new string) {
+func replaceIn(t *testing.T, file, old, replacement string) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -33,7 +33,7 @@ func replaceIn(t *testing.T, file, old, new string) {
 	if !strings.Contains(string(data), old) {
 		t.Fatalf("%s does not contain %q", file, old)
 	}
-	if err := os.WriteFile(file, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(strings.Replace(string(data), old, replacement, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

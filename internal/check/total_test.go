@@ -16,7 +16,7 @@ import (
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
-// The totality property (issue 12): no input the apiserver accepts makes a
+// The totality property: no input the apiserver accepts makes a
 // policy fail. TestPoliciesAreTotal writes random but valid clusters —
 // Namespace labels and annotations the policies read, curated and upstream
 // runtimes and generated ones, ResourceQuotas with scopes and hard/used

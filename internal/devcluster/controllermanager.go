@@ -32,7 +32,8 @@ func (e *Env) startControllerManager(ctx context.Context, controllers []string) 
 // for its missing usage) writes a used that leaves out the pods its informer
 // has not seen yet, undoing what the apiserver's quota admission charged for
 // them; pod creations queue no sync, so only the resync counts them again
-// (seen in CI, 2026-11-27: two pods of 8 GPUs, status.used 8 for 30 s).
+// (with the default period, a quota's status.used can count one pod of two
+// for minutes).
 func (e *Env) StartQuotaController(ctx context.Context) (stop func() error, err error) {
 	e.quotaControllers++
 	instance := fmt.Sprintf("%s-resourcequota-%d", controllerManager, e.quotaControllers)

@@ -58,12 +58,18 @@ const (
 	CertManagerModule = "github.com/cert-manager/cert-manager"
 )
 
-// TrainerCRDs is the Trainer's CRD folder; JobSetCRDs the JobSet one.
+// TrainerCRDs is the pinned Trainer module's CRD folder.
 func TrainerCRDs() (string, error) { return moduleSubdir(TrainerModule, "manifests/base/crds") }
-func JobSetCRDs() (string, error)  { return moduleSubdir(JobSetModule, "config/components/crd/bases") }
+
+// JobSetCRDs is the pinned JobSet module's CRD folder.
+func JobSetCRDs() (string, error) { return moduleSubdir(JobSetModule, "config/components/crd/bases") }
+
+// TrainerRuntimes is the pinned Trainer module's folder of upstream runtimes.
 func TrainerRuntimes() (string, error) {
 	return moduleSubdir(TrainerModule, "manifests/base/runtimes")
 }
+
+// CertManagerCRDs is the pinned cert-manager module's CRD folder.
 func CertManagerCRDs() (string, error) { return moduleSubdir(CertManagerModule, "deploy/crds") }
 
 // OpenReportsModule provides the openreports.io Report and ClusterReport CRDs

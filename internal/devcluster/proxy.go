@@ -80,7 +80,7 @@ func (p *Proxy) Accepted() []int64 {
 // apiserver's next admission: the mutating webhook's, for TrainJobs.
 func (p *Proxy) DropNextResponses(n int) { p.drop.Store(int64(n)) }
 
-// SetDown(true) makes mpiguard unreachable, as when every pod is down: the
+// SetDown makes mpiguard unreachable with true, as when every pod is down: the
 // proxy closes each connection it accepts, and the ones it is forwarding, so
 // every webhook call fails. SetDown(false) serves again.
 func (p *Proxy) SetDown(down bool) {
@@ -193,11 +193,11 @@ func (p *Proxy) forward(client, backend net.Conn, drop bool) {
 		// so the turns are seen in order.
 		var turn atomic.Int32 // 0 hello, 1 server flight, 2 request sent
 		go func() {
-			_, _ = copyObserved(backend, client, func() { turn.CompareAndSwap(1, 2) })
+			_ = copyObserved(backend, client, func() { turn.CompareAndSwap(1, 2) })
 			done <- struct{}{}
 		}()
 		go func() {
-			_, _ = copyObserved(client, backend, func() {
+			_ = copyObserved(client, backend, func() {
 				if turn.CompareAndSwap(0, 1) || turn.Load() == 1 {
 					return
 				}
@@ -213,25 +213,23 @@ func (p *Proxy) forward(client, backend net.Conn, drop bool) {
 	<-done
 }
 
-// copyObserved is io.Copy that calls seen before writing each chunk read.
-func copyObserved(dst io.Writer, src io.Reader, seen func()) (int64, error) {
+// copyObserved is io.Copy, without the count, that calls seen before
+// writing each chunk read.
+func copyObserved(dst io.Writer, src io.Reader, seen func()) error {
 	buf := make([]byte, 32<<10)
-	var n int64
 	for {
 		r, err := src.Read(buf)
 		if r > 0 {
 			seen()
-			w, werr := dst.Write(buf[:r])
-			n += int64(w)
-			if werr != nil {
-				return n, werr
+			if _, werr := dst.Write(buf[:r]); werr != nil {
+				return werr
 			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return n, nil
+				return nil
 			}
-			return n, err
+			return err
 		}
 	}
 }

@@ -27,12 +27,12 @@ import (
 	"github.com/mpiguard/mpiguard/policies"
 )
 
-// demoPolicy denies more than max nodes, warns about one node, and labels pods.
-func demoPolicy(max int) string {
+// demoPolicy denies more than maxNodes nodes, warns about one node, and labels pods.
+func demoPolicy(maxNodes int) string {
 	return `package mpiguard.policies.node_limit
 
-deny contains {"field": "spec.trainer.numNodes", "msg": sprintf("%d nodes is more than ` + itoa(max) + `", [input.job.numNodes])} if {
-	input.job.numNodes > ` + itoa(max) + `
+deny contains {"field": "spec.trainer.numNodes", "msg": sprintf("%d nodes is more than ` + itoa(maxNodes) + `", [input.job.numNodes])} if {
+	input.job.numNodes > ` + itoa(maxNodes) + `
 }
 
 warn contains {"field": "spec.trainer.numNodes", "msg": "a single node needs no MPI"} if input.job.numNodes == 1
@@ -73,9 +73,9 @@ func series(t *testing.T, reg *prometheus.Registry, name string) int {
 	return 0
 }
 
-func demoSet(max int, settings PolicySettings) PolicySet {
+func demoSet(maxNodes int, settings PolicySettings) PolicySet {
 	return PolicySet{
-		Modules:    map[string]string{"node-limit/node_limit.rego": demoPolicy(max)},
+		Modules:    map[string]string{"node-limit/node_limit.rego": demoPolicy(maxNodes)},
 		Parameters: Parameters{Policies: map[string]PolicySettings{"node-limit": settings}},
 	}
 }

@@ -12,6 +12,7 @@ import (
 // Operation is the admission operation being decided (internal/input).
 type Operation = input.Operation
 
+// The admission operations, as internal/input names them.
 const (
 	Create = input.Create
 	Update = input.Update

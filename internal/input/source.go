@@ -16,6 +16,7 @@ import (
 // Operation is the admission operation being decided.
 type Operation string
 
+// The admission operations a document is built for.
 const (
 	Create Operation = "CREATE"
 	Update Operation = "UPDATE"
@@ -138,7 +139,7 @@ func (d *Document) Against(state *QuotaState) (*Document, error) {
 	out.quotas = listOf(out.doc.Quotas, (*quotaInput).value)
 	// Of input.job, only objects.quotas depends on the quota state: it alone
 	// is built again, the other values shared (building all of input.job
-	// again, the objects created and each replicated job, was half of a
+	// again, the objects created and each replicated job, would dominate a
 	// decision against a state whose reservations were built already:
 	// BenchmarkJudgeManyHolders).
 	out.doc.Job.Objects.Quotas = quota.ObjectQuotasOf(out.src.View, d.doc.Job.Objects.Created, state.Quotas, state.held())

@@ -10,11 +10,9 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // type and not here fails it. New builds each part once per job
 // (Document.object assembles them).
 //
-// Why not ast.InterfaceToValue: its JSON round trip was a fifth of a
-// decision's CPU, and a burst of creates is CPU-bound. BenchmarkBurstCreate
-// (500 creates at once into one namespace), six runs each way, alternating:
-// p50 median 5.7 -> 4.7 s, p99 median 8.5 -> 6.5 s; sequential creates did
-// not change (docs/performance.md, "The input as an OPA value").
+// Why not ast.InterfaceToValue: its JSON round trip is a large part of a
+// decision's CPU, and a burst of creates is CPU-bound (BenchmarkBurstCreate
+// measures it).
 //
 // Types of other packages (pod security results, node selector terms,
 // runtime constraints, parameters) still go through ast.InterfaceToValue:

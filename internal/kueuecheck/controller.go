@@ -71,7 +71,7 @@ type Options struct {
 	MaxRetryBackoff time.Duration
 }
 
-// DefaultOptions: on, retries after 10 s, 20 s, ... at most 5 min apart.
+// DefaultOptions are on, with retries after 10 s, 20 s, ... at most 5 min apart.
 func DefaultOptions() Options {
 	return Options{Enabled: true, RetryBackoff: 10 * time.Second, MaxRetryBackoff: 5 * time.Minute}
 }

@@ -1,4 +1,4 @@
-// Package admissioncheck is mpiguard as a Kueue AdmissionCheck: Kueue's
+// Package kueuecheck is mpiguard as a Kueue AdmissionCheck: Kueue's
 // extension point for "may this Workload start?". Admins name an
 // AdmissionCheck whose spec.controllerName is ControllerName in their
 // ClusterQueues; for each Workload of an MPI TrainJob whose quota Kueue has

@@ -29,9 +29,9 @@ import (
 // algorithm. The CRDs are the pinned Trainer module's manifests/base/crds,
 // embedded as gzipped JSON (sigs.k8s.io/yaml's conversion of the module's
 // YAML); crds_test.go keeps them identical to the module's copy and rewrites
-// them with -update. JSON, not the YAML itself: decoding a CRD from YAML (0.9
-// MB each for the runtimes) costs about 40 ms more than from JSON, paid at the
-// start of every `mpiguard check` (docs/performance.md, one job).
+// them with -update. JSON, not the YAML itself: decoding a CRD from YAML (the
+// runtimes' are near a megabyte each) costs much more than from JSON, paid at
+// the start of every `mpiguard check`.
 //
 //go:embed crds/*.json.gz
 var crdFiles embed.FS

@@ -161,25 +161,25 @@ func (a *admissionContext) limitRangeProblems(pod *corev1.Pod, podPath *field.Pa
 			}
 			check := func(c *corev1.Container, cPath *field.Path) {
 				for _, name := range slices.Sorted(maps.Keys(item.Min)) { // stable messages, as in resourceProblems
-					min := item.Min[name]
-					if req, ok := c.Resources.Requests[name]; ok && req.Cmp(min) < 0 {
+					minimum := item.Min[name]
+					if req, ok := c.Resources.Requests[name]; ok && req.Cmp(minimum) < 0 {
 						errs = append(errs, field.Forbidden(cPath.Child("resources", "requests").Key(string(name)), fmt.Sprintf(
 							"minimum %s usage per Container is %s, but request is %s (LimitRange %q); %s; raise the request to at least %s",
-							name, min.String(), req.String(), lr.Name, hangHint, min.String())))
+							name, minimum.String(), req.String(), lr.Name, hangHint, minimum.String())))
 					}
 				}
 				for _, name := range slices.Sorted(maps.Keys(item.Max)) {
-					max := item.Max[name]
+					maximum := item.Max[name]
 					lim, ok := c.Resources.Limits[name]
 					switch {
 					case !ok:
 						errs = append(errs, field.Forbidden(cPath.Child("resources", "limits").Key(string(name)), fmt.Sprintf(
 							"maximum %s usage per Container is %s, but no limit is specified (LimitRange %q); %s; set a %s limit of at most %s",
-							name, max.String(), lr.Name, hangHint, name, max.String())))
-					case lim.Cmp(max) > 0:
+							name, maximum.String(), lr.Name, hangHint, name, maximum.String())))
+					case lim.Cmp(maximum) > 0:
 						errs = append(errs, field.Forbidden(cPath.Child("resources", "limits").Key(string(name)), fmt.Sprintf(
 							"maximum %s usage per Container is %s, but limit is %s (LimitRange %q); %s; lower the limit to at most %s",
-							name, max.String(), lim.String(), lr.Name, hangHint, max.String())))
+							name, maximum.String(), lim.String(), lr.Name, hangHint, maximum.String())))
 					}
 				}
 			}

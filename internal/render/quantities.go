@@ -116,7 +116,7 @@ func firstTooLarge(v reflect.Value, path *[]segment) *resource.Quantity {
 		iter := v.MapRange()
 		for iter.Next() {
 			k := iter.Key()
-			key := ""
+			var key string
 			if k.Kind() == reflect.String {
 				key = k.String()
 			} else {

@@ -11,9 +11,8 @@ import (
 )
 
 // Decoding a quantity costs apimachinery's parser (resource.ParseQuantity)
-// time that grows with its exponent and digits: "1e-10000000" took 2.5 s,
-// "1e-30000000" 10 s, and the CRDs' quantity pattern lets "1e-2147483647"
-// into a TrainJob's resources, where every typed decoder (the webhooks',
+// time that grows with its exponent and digits, and the CRDs' quantity
+// pattern lets "1e-2147483647" into a TrainJob's resources, where every typed decoder (the webhooks',
 // their informers', the Trainer's, `mpiguard check`'s) would spend hours on
 // it. So what mpiguard decodes from a request or a file is read untyped
 // first (its strings unescaped, nothing parsed as a quantity), and a string

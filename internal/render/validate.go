@@ -91,8 +91,7 @@ func PrepareValidation(kind string) {
 // ClusterTrainingRuntime together), so a caller done validating lets the
 // collector have it; a later validation builds it again. `mpiguard check`
 // validates documents only while it reads them: with the validators kept,
-// its evaluation of 1,000 TrainJobs carried them, and its peak RSS was 11
-// MiB higher (docs/performance.md, "Offline check").
+// its evaluation of the TrainJobs would carry them to its peak memory.
 func ForgetValidation() { validatorsOf.Clear() }
 
 // schemaOf is the embedded CRD schema of a Trainer kind, nil for other kinds.

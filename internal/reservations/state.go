@@ -80,8 +80,8 @@ func ReadState(ctx context.Context, cache, live client.Reader, ns string, res *v
 // GET, which the apiserver serves from etcd. A LIST would be served from the
 // apiserver's watch cache once it has caught up with etcd, which costs a
 // consistent read up to the apiserver's progress-request period (100 ms) on
-// every decision: measured, it made every create through mpiguard take
-// 100 ms instead of 10 ms. A quota created since the cache last heard is
+// every decision, which would bound every create through mpiguard from
+// below by that period. A quota created since the cache last heard is
 // missed, as it was when quotas were read from the cache alone. A quota the
 // quota controller has not synced yet fails the read (NotSyncedError).
 func LiveQuotas(ctx context.Context, cache, live client.Reader, ns string) ([]corev1.ResourceQuota, error) {

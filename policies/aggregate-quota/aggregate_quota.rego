@@ -136,8 +136,8 @@ holders_text(by) := sprintf("%s and %d more", [concat(", ", named_holders(by)), 
 
 # The first ones are sliced off before the comprehension: heldBy lists every
 # holder (hundreds while a burst of jobs waits for pods), and a comprehension
-# over all of them to keep three was a third of a denial's CPU against 250
-# holders (docs/performance.md, "Holdings built once per round").
+# over all of them to keep three would make a denial's cost grow with every
+# holder (BenchmarkJudgeManyHolders).
 named_holders(by) := [sprintf("%s %s", [h.trainJob, h.display]) | some h in array.slice(by, 0, max_named_holders)]
 
 # fix_text joins reductions ("workers to 1") and always offers the admin route last.

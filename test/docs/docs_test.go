@@ -58,7 +58,7 @@ func blocks(t *testing.T, file string) (out []block, adjacent []bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close()
 	var (
 		cur      *block
 		body     strings.Builder

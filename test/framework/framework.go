@@ -17,22 +17,29 @@ type Env struct {
 	*devcluster.Env
 }
 
-// The cluster's types and helpers the suites use, under their old names.
+// The cluster's types the suites use, under their old names.
 type (
+	// Options configures the cluster a suite starts.
 	Options = devcluster.Options
+	// Replica is one mpiguard manager of the cluster, as one pod of the Deployment.
 	Replica = devcluster.Replica
-	Kueue   = devcluster.Kueue
-	TestCA  = devcluster.TestCA
-	// Workloads, in Options, makes a suite's pods really run (KWOK nodes,
-	// kube-scheduler, kube-controller-manager, JobSet and Trainer).
+	// Kueue is a running Kueue manager.
+	Kueue = devcluster.Kueue
+	// TestCA is a throwaway certificate authority for tests of client
+	// certificate authentication.
+	TestCA = devcluster.TestCA
+	// Workloads makes a suite's pods really run when set in Options (KWOK
+	// nodes, kube-scheduler, kube-controller-manager, JobSet and Trainer).
 	Workloads = devcluster.Workloads
 )
 
+// The cluster's constants and helpers the suites use, under their old names.
 const (
 	SuiteStartTimeout = devcluster.SuiteStartTimeout
 	WebhookClientName = devcluster.WebhookClientName
 )
 
+// The cluster's helpers the suites use, under their old names.
 var (
 	RepoRoot                    = devcluster.RepoRoot
 	BinaryAssets                = devcluster.BinaryAssets

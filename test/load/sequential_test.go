@@ -33,7 +33,7 @@ import (
 // and how it grows with the jobs a namespace holds quota for, with mpiguard as
 // shipped (two replicas: "reserving"), then the same creates into namespaces
 // the webhooks do not select ("unselected": mpiguard's controllers still act
-// on them, as in issue 26's first measurement of "the apiserver alone"), then
+// on them), then
 // again with both replicas stopped ("alone": the apiserver by itself), and
 // last into namespaces with a quota served by floorWebhook ("floor": the
 // apiserver calls the guarantee needs, with none of mpiguard's decisions).
@@ -129,7 +129,7 @@ func BenchmarkSequentialCreate(b *testing.B) {
 				template = reservationSize(ctx, b, env, ns, jobs)
 			}
 		}
-		// Issue 26's target compares the reserving creates with the
+		// The target compares the reserving creates with the
 		// apiserver by itself; the floor says how much of that any
 		// reservation costs here.
 		for _, window := range []string{"few", "last"} {

@@ -299,7 +299,7 @@ func placed(out string, size int) rankPlacement {
 
 // editLauncherScript replaces old by new in the launcher's shell script (its
 // command's third word).
-func editLauncherScript(t *testing.T, rt *trainer.ClusterTrainingRuntime, old, new string) {
+func editLauncherScript(t *testing.T, rt *trainer.ClusterTrainingRuntime, old, replacement string) {
 	t.Helper()
 	for i, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
 		if rj.Name != constants.Launcher {
@@ -309,7 +309,7 @@ func editLauncherScript(t *testing.T, rt *trainer.ClusterTrainingRuntime, old, n
 		if len(c.Command) < 3 || !strings.Contains(c.Command[2], old) {
 			t.Fatalf("%s's launcher script has no %q to break: %q", rt.Name, old, c.Command)
 		}
-		c.Command[2] = strings.Replace(c.Command[2], old, new, 1)
+		c.Command[2] = strings.Replace(c.Command[2], old, replacement, 1)
 		return
 	}
 	t.Fatalf("%s has no %s job", rt.Name, constants.Launcher)

@@ -25,7 +25,7 @@ type ServeOptions struct {
 	// rapid-reset and stream-cancellation attacks (CVE-2023-44487,
 	// CVE-2023-39325), and the kube-apiserver, which would otherwise pick
 	// HTTP/2, costs the webhook more CPU per review over it
-	// (docs/performance.md). The apiserver falls back to HTTP/1.1 by itself.
+	// (BenchmarkWebhookHTTPS). The apiserver falls back to HTTP/1.1 by itself.
 	EnableHTTP2 bool
 	// ClientCA, when set, is a PEM file of the CA that signs the
 	// kube-apiserver's webhook client certificate: the webhook server then

@@ -106,8 +106,7 @@ func (e *UnavailableError) Unwrap() error { return e.err }
 // timeoutSeconds (10), so the apiserver gets an answer that says to retry
 // rather than a timeout. The webhook's timeout is longer than the usual 5 s
 // because a quota decision waits for its namespace's turn: a burst of
-// hundreds of submits into one namespace queues there (measured in
-// docs/performance.md, "Burst").
+// hundreds of submits into one namespace queues there.
 const reservationBudget = 8 * time.Second
 
 // Admit decides req and, when it is allowed and charges a quota, writes its

@@ -237,7 +237,8 @@ func unavailable(err error) error {
 	return &UnavailableError{fmt.Errorf("mpiguard could not read what the namespace's quotas hold (%w); nothing was admitted, retry the request", err)}
 }
 
-// Reason of the Warning Event on a job whose charge is unknown.
+// ReasonChargeUnknown is the reason of the Warning Event on a job whose
+// charge is unknown.
 const ReasonChargeUnknown = "QuotaChargeUnknown"
 
 // unavailableState is unavailable(err) for a quota state that could not

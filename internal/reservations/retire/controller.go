@@ -293,10 +293,10 @@ func (r *Reconciler) release(ctx context.Context, res *v1alpha1.QuotaReservation
 }
 
 // releaseRetry paces release's attempts: many more than client-go's
-// DefaultRetry (5), with jitter, because admissions in a busy namespace write
-// every few milliseconds; with 5 attempts 10 ms apart, four concurrent
-// streams of creates (test/integration/admission/retirer_test.go) still made
-// one reconcile in two fail. About 1 s in all.
+// DefaultRetry (5 attempts 10 ms apart), with jitter, because admissions in a
+// busy namespace write the same object between a release's read and its
+// write, and DefaultRetry runs out under concurrent streams of creates
+// (test/integration/admission/retirer_test.go). About 1 s in all.
 var releaseRetry = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.4, Jitter: 1.0}
 
 // withoutReleased splits entries into those kept and those released, an

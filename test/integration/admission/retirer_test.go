@@ -20,8 +20,7 @@ var _ = Describe("releasing reservations while creates keep coming", func() {
 	// retiring controller's write of the entries it releases races every
 	// create. Losing that race used to end its reconcile in a conflict and
 	// decide again after a growing backoff: under a stream of creates, the
-	// entries it should release piled up (issue 26's measurements: 7 of 500
-	// released) and counted against the quota.
+	// entries it should release piled up and counted against the quota.
 	It("releases each suspended job's entry without losing a write to the admissions, and no entry outlives the stream", func(ctx context.Context) {
 		ns := env.Namespace(ctx, nil)
 		rt := createRuntime(ctx, gpuWorkers("stream-"+ns, "1"))

@@ -87,7 +87,7 @@ var _ = Describe("mpiguard audit (the command line)", func() {
 		}
 		// Other specs' namespaces may hold jobs of deleted runtimes (errors,
 		// exit 2): this namespace's exit code is checked with -n below.
-		Expect(exit).NotTo(BeNil(), "a violation exits non-zero: %v", err)
+		Expect(exit).To(HaveOccurred(), "a violation exits non-zero: %v", err)
 		Expect(exit.ExitCode()).To(BeElementOf(1, 2), "stderr:\n%s", stderr)
 		Expect(string(stderr)).To(ContainSubstring("namespaces ("+ns+")"), "progress on stderr")
 

@@ -209,7 +209,7 @@ func startDev(t *testing.T, cmd *exec.Cmd, assets string) *devRun {
 	// Nothing more is printed until Ctrl-C; the reader goroutine ends when
 	// closeStdout closes the pipe or the process exits.
 	go func() {
-		for range lines {
+		for range lines { //nolint:revive // drains the pipe: nothing is read from it
 		}
 	}()
 

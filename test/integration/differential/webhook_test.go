@@ -283,11 +283,11 @@ var webhookPrefix = regexp.MustCompile(`^admission webhook "[^"]*" denied the re
 // submit creates the TrainJob (as a dry run when dryRun) and returns what
 // the user sees: the denial's violation lines or the error, the admission
 // warnings, and the admitted object's spec.
-func submit(ctx context.Context, input *trainer.TrainJob, real bool) outcome {
+func submit(ctx context.Context, input *trainer.TrainJob, persisted bool) outcome {
 	GinkgoHelper()
 	tj := input.DeepCopy()
 	var opts []client.CreateOption
-	if !real {
+	if !persisted {
 		opts = append(opts, client.DryRunAll)
 	}
 	warned.take()

@@ -137,7 +137,7 @@ func createJobs(ctx context.Context, ns, runtime string, n int) map[string]types
 		errs = make(chan error, n)
 		next = make(chan int)
 	)
-	for w := 0; w < 8; w++ {
+	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer GinkgoRecover()
@@ -154,7 +154,7 @@ func createJobs(ctx context.Context, ns, runtime string, n int) map[string]types
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		next <- i
 	}
 	close(next)

@@ -40,8 +40,8 @@ var _ = Describe("Runtime template webhook", func() {
 		for _, want := range all {
 			By(want.Name)
 			// A namespaced copy goes through the webhook now, with this client's warnings.
-			copy := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: want.Name, Labels: want.Labels}, Spec: want.Spec}
-			Expect(c.Create(ctx, copy)).To(Succeed())
+			namespaced := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: want.Name, Labels: want.Labels}, Spec: want.Spec}
+			Expect(c.Create(ctx, namespaced)).To(Succeed())
 			Expect(w.take()).To(BeEmpty(), "admission warnings for %s", want.Name)
 
 			// Render the published ClusterTrainingRuntime as the apiserver stores it.
