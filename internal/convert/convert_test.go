@@ -18,7 +18,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/convert"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
-	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/fixtures/mpioperator"
 )
 
 // Cases are the MPI Operator's own examples (testdata/upstream, v0.6.0) and
@@ -94,15 +94,15 @@ func TestConvertedJobsRenderAsTheMPIOperatorRunsThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := fixtures.MPIOperatorPods(doc.Job, gang)
+			want := mpioperator.Pods(doc.Job, gang)
 			if view.Launcher == nil || view.Workers == nil {
 				t.Fatalf("rendered no Launcher or no Workers: %+v", view.ReplicatedJobs)
 			}
-			got := fixtures.MPIOperatorJob{
+			got := mpioperator.Job{
 				Launchers: view.Launcher.Pods, Workers: view.Workers.Pods,
 				HostfileLines: int32(len(view.Hostfile)), Slots: view.SlotsPerWorker,
-				Launcher: fixtures.MPIOperatorPodOf(view.Launcher.PodTemplate.Spec),
-				Worker:   fixtures.MPIOperatorPodOf(view.Workers.PodTemplate.Spec),
+				Launcher: mpioperator.PodOf(view.Launcher.PodTemplate.Spec),
+				Worker:   mpioperator.PodOf(view.Workers.PodTemplate.Spec),
 			}
 			if res.Runtime == nil {
 				// The curated runtimes leave the pods' restart policy to JobSet.

@@ -29,6 +29,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/fixtures/mpioperator"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
@@ -142,15 +143,15 @@ var _ = Describe("mpiguard convert", func() {
 			Eventually(func() error {
 				return env.Client.Get(ctx, client.ObjectKey{Namespace: free, Name: res.TrainJob.Name}, &js)
 			}).Should(Succeed(), "the Trainer built no JobSet for TrainJob %s", res.TrainJob.Name)
-			want := fixtures.MPIOperatorPods(doc.Job, tc.gang)
-			got := fixtures.MPIOperatorJob{Slots: want.Slots}
+			want := mpioperator.Pods(doc.Job, tc.gang)
+			got := mpioperator.Job{Slots: want.Slots}
 			for _, rj := range js.Spec.ReplicatedJobs {
 				pods := rj.Replicas * ptr.Deref(rj.Template.Spec.Parallelism, 1)
 				switch rj.Name {
 				case constants.Launcher:
-					got.Launchers, got.Launcher = pods, fixtures.MPIOperatorPodOf(rj.Template.Spec.Template.Spec)
+					got.Launchers, got.Launcher = pods, mpioperator.PodOf(rj.Template.Spec.Template.Spec)
 				case constants.Node:
-					got.Workers, got.Worker = pods, fixtures.MPIOperatorPodOf(rj.Template.Spec.Template.Spec)
+					got.Workers, got.Worker = pods, mpioperator.PodOf(rj.Template.Spec.Template.Spec)
 				}
 			}
 			var hostfile corev1.ConfigMap
