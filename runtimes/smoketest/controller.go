@@ -31,6 +31,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	api "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
@@ -418,7 +419,7 @@ func (r *Reconciler) observe(ctx context.Context, rt *api.RuntimeTest, job *trai
 	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: job.Name + trainerconstants.MPIHostfileConfigMapSuffix}, &cm)
 	switch {
 	case err == nil:
-		if n := int32(len(distinctLines(cm.Data[trainerconstants.MPIHostfileName]))); n > 0 {
+		if n := int32(len(jobstate.DistinctLines(cm.Data[trainerconstants.MPIHostfileName]))); n > 0 {
 			o.HostsExpected = n
 		}
 	case !apierrors.IsNotFound(err):
@@ -479,24 +480,10 @@ func (r *Reconciler) observeJobs(ctx context.Context, ns, name string, o *Observ
 	}
 	for _, e := range events.Items {
 		if owners[e.InvolvedObject.UID] {
-			o.Warnings = append(o.Warnings, warning(&e))
+			o.Warnings = append(o.Warnings, jobstate.WarningOf(&e))
 		}
 	}
 	return nil
-}
-
-// warning reads an event written through either events API (the Job
-// controller writes core/v1 Events, controller-runtime's recorder
-// events.k8s.io/v1 ones with a series).
-func warning(e *corev1.Event) Warning {
-	w := Warning{Kind: e.InvolvedObject.Kind, Name: e.InvolvedObject.Name, Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: e.LastTimestamp.Time}
-	if w.Last.IsZero() {
-		w.Last = e.EventTime.Time
-	}
-	if s := e.Series; s != nil {
-		w.Count, w.Last = max(s.Count, w.Count), s.LastObservedTime.Time
-	}
-	return w
 }
 
 // equalStatus lets a poll that changed nothing skip the write (and the watch

@@ -1,0 +1,6 @@
+// Package jobstate classifies what an MPI TrainJob's pods, Jobs and events
+// show: which Launcher or Worker pod waits or failed, and why. It is pure: the
+// callers observe the cluster (the RuntimeTest smoke test, the job follower,
+// `mpiguard explain`), jobstate decides, so every one of them gives the same
+// reason for the same state.
+package jobstate
