@@ -89,8 +89,8 @@ type Observation struct {
 	// JobSetFailed, TrainJobFailed and TrainJobComplete are those
 	// conditions when True.
 	JobSetFailed, TrainJobFailed, TrainJobComplete *metav1.Condition
-	// ActiveDeadlineSeconds is the TrainJob's.
-	ActiveDeadlineSeconds *int64
+	// ActiveDeadlineSeconds is the TrainJob's (0: none).
+	ActiveDeadlineSeconds int64
 	// NetworkPolicyTemplate is the template of the job's mpiguard
 	// NetworkPolicy ("" when it has none).
 	NetworkPolicyTemplate string
@@ -253,8 +253,8 @@ func (o Observation) Failures() []Finding {
 	}
 	if c := o.TrainJobFailed; c != nil && c.Reason == ReasonDeadlineExceeded {
 		limit := "its spec.activeDeadlineSeconds"
-		if d := o.ActiveDeadlineSeconds; d != nil {
-			limit += fmt.Sprintf(" (%s)", time.Duration(*d)*time.Second)
+		if d := o.ActiveDeadlineSeconds; d > 0 {
+			limit += fmt.Sprintf(" (%s)", time.Duration(d)*time.Second)
 		}
 		out = append(out, finding("deadline/"+c.LastTransitionTime.UTC().Format(time.RFC3339), corev1.EventTypeWarning, ReasonDeadlineExceeded,
 			fmt.Sprintf("the TrainJob ran longer than %s and its pods were stopped: %s. mpiguard's max-duration policy sets the deadline when the job gives none; ask for a longer one within the namespace's limit, or checkpoint and resume", limit, c.Message)))
