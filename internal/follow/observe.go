@@ -132,9 +132,9 @@ func Observe(ctx context.Context, r Readers, job *trainer.TrainJob) (jobstate.Ob
 	return o, nil
 }
 
-// workload reads Kueue's Workload of the job (by Kueue's job-uid label);
+// Workload reads Kueue's Workload of the job (by Kueue's job-uid label);
 // nil when Kueue is not installed or made none yet.
-func workload(ctx context.Context, r client.Reader, job *trainer.TrainJob) (*jobstate.Workload, error) {
+func Workload(ctx context.Context, r client.Reader, job *trainer.TrainJob) (*kueue.Workload, error) {
 	var wls kueue.WorkloadList
 	err := r.List(ctx, &wls, client.InNamespace(job.Namespace), client.MatchingLabels{kueueJobUIDLabel: string(job.UID)})
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
@@ -143,7 +143,15 @@ func workload(ctx context.Context, r client.Reader, job *trainer.TrainJob) (*job
 	if err != nil || len(wls.Items) == 0 {
 		return nil, err
 	}
-	wl := wls.Items[0]
+	return &wls.Items[0], nil
+}
+
+// workload is the state of the job's Workload that says why Kueue holds it.
+func workload(ctx context.Context, r client.Reader, job *trainer.TrainJob) (*jobstate.Workload, error) {
+	wl, err := Workload(ctx, r, job)
+	if wl == nil || err != nil {
+		return nil, err
+	}
 	w := &jobstate.Workload{Name: wl.Name, Admitted: meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted)}
 	if c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Status != metav1.ConditionTrue {
 		w.Message = c.Message
