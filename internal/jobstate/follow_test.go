@@ -44,7 +44,8 @@ func running(p *corev1.Pod) {
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", Image: "img", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 }
 
-const gpuMessage = "0/8 nodes are available: 8 Insufficient nvidia.com/gpu. preemption: 0/8 nodes are available: 8 No preemption victims found for incoming pod."
+// As kube-scheduler v1.36 writes it.
+const gpuMessage = "0/8 nodes are available: 8 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/8 nodes are available: 8 No preemption victims found for incoming pod."
 
 func unschedulable(p *corev1.Pod) {
 	p.Status.Phase = corev1.PodPending

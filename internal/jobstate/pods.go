@@ -132,10 +132,10 @@ func Unschedulable(p *corev1.Pod) *corev1.PodCondition {
 }
 
 // SchedulerSummary keeps the scheduler's verdict of an Unschedulable
-// condition and drops its preemption part: "0/8 nodes are available: 8
-// Insufficient nvidia.com/gpu".
+// condition, its first sentence, and drops what follows (DRA's claims,
+// preemption): "0/8 nodes are available: 8 Insufficient nvidia.com/gpu".
 func SchedulerSummary(message string) string {
-	if i := strings.Index(message, " preemption:"); i > 0 {
+	if i := strings.Index(message, ". "); i > 0 {
 		message = message[:i]
 	}
 	return strings.TrimSuffix(strings.TrimSpace(message), ".")
