@@ -7,16 +7,15 @@ package follow
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -67,14 +66,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io;scheduling.volcano.sh,resources=podgroups,verbs=get
 // The template of the job's NetworkPolicy, when its Launcher failed.
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get
-// Events on the TrainJob, in its namespace.
+// Events on the TrainJob, in its namespace: written (create), and a
+// waiting state told again counted in its Event's series (patch).
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler follows one TrainJob per request.
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
-	recorder  events.EventRecorder
+	events    eventWriter
 	opts      Options
 	now       func() time.Time
 	// started: a job that finished before it is not told about (its
@@ -93,9 +93,14 @@ type followed struct {
 	told map[string]bool
 	// seeded: told was read from the TrainJob's Events.
 	seeded bool
-	// waitingKey and waitingAt are the waiting state last told and when.
+	// waitingKey and waitingAt are the waiting state last told and when;
+	// waiting the Event that told it.
 	waitingKey string
 	waitingAt  time.Time
+	waiting    told
+	// quiet: the job had ended before the follower started; it is only
+	// counted in the metrics, nothing is told about it.
+	quiet bool
 	// metrics is what the job counts for in the follower's metrics.
 	metrics jobMetrics
 }
@@ -108,7 +113,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultOptions().Interval
 	}
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName),
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), events: newEventWriter(mgr.GetClient()),
 		opts: opts, now: time.Now, started: time.Now(), jobs: map[types.NamespacedName]*followed{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("follow").
@@ -138,28 +143,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	f := r.state(req.NamespacedName, &job)
-	if f == nil {
-		return ctrl.Result{}, nil
-	}
 	mpi, err := IsMPI(ctx, r.client, &job)
 	if err != nil || !mpi {
 		return ctrl.Result{}, err
+	}
+	f := r.state(req.NamespacedName, &job)
+	if f.quiet {
+		phase := jobstate.PhaseFailed
+		if meta.IsStatusConditionTrue(job.Status.Conditions, trainer.TrainJobComplete) {
+			phase = jobstate.PhaseSucceeded
+		}
+		r.count(&job, f, nil, phase, true)
+		return ctrl.Result{}, nil
 	}
 	o, err := Observe(ctx, Readers{Cached: r.client, Live: r.apiReader}, &job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	phase := o.Phase()
-	r.count(req.NamespacedName, &job, f, o, phase)
+	r.count(&job, f, &o, phase, false)
 
 	if failures := o.Failures(); len(failures) > 0 {
 		if err := r.seed(ctx, &job, f); err != nil {
 			return ctrl.Result{}, err
 		}
 		for _, fd := range failures {
-			if r.markTold(f, fd.Key) {
-				r.recorder.Eventf(&job, nil, fd.Type, fd.Reason, "Follow", "%s", note(fd.Message))
+			if !r.markTold(f, fd.Key) {
+				continue
+			}
+			if _, err := r.events.create(ctx, &job, fd.Type, fd.Reason, fd.Message, r.now()); err != nil {
+				r.unmarkTold(f, fd.Key)
+				return ctrl.Result{}, err
 			}
 		}
 	}
@@ -172,44 +186,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		now := r.now()
 		r.mu.Lock()
 		due := w.Key != f.waitingKey || now.Sub(f.waitingAt) >= r.opts.Interval
-		if due {
-			f.waitingKey, f.waitingAt = w.Key, now
-		}
-		wait := r.opts.Interval - now.Sub(f.waitingAt)
+		last := f.waiting
 		r.mu.Unlock()
+		wait := r.opts.Interval - now.Sub(f.waitingAt)
 		if due {
-			// The age makes each repeat its own Event: the events API would
-			// otherwise fold the same note into a series it writes rarely.
-			age := now.Sub(job.CreationTimestamp.Time).Truncate(time.Second)
-			r.recorder.Eventf(&job, nil, w.Type, w.Reason, "Follow", "%s", note(fmt.Sprintf("waiting for %s: %s", age, w.Message)))
+			if err := r.tellWaiting(ctx, &job, f, w, last, now); err != nil {
+				return ctrl.Result{}, err
+			}
 			wait = r.opts.Interval
 		}
 		return ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
 	default:
 		r.mu.Lock()
-		f.waitingKey = ""
+		f.waitingKey, f.waiting = "", told{}
 		r.mu.Unlock()
 	}
 	return ctrl.Result{}, nil
 }
 
-// state is the job's record, made at first sight; nil for a job that ended
-// before the follower started (nothing new to tell about it).
+// tellWaiting says the job's waiting state: the same note as last time is
+// one more in that Event's series, another is a new Event.
+func (r *Reconciler) tellWaiting(ctx context.Context, job *trainer.TrainJob, f *followed, w *jobstate.Finding, last told, now time.Time) error {
+	next := told{note: note(w.Message), count: 1}
+	if last.name != "" && last.note == next.note && f.waitingKey == w.Key {
+		next = told{name: last.name, note: last.note, count: last.count + 1}
+		ok, err := r.events.repeat(ctx, job.Namespace, last.name, next.count, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			next = told{note: next.note, count: 1}
+		}
+	}
+	if next.name == "" {
+		name, err := r.events.create(ctx, job, w.Type, w.Reason, w.Message, now)
+		if err != nil {
+			return err
+		}
+		next.name = name
+	}
+	r.mu.Lock()
+	f.waitingKey, f.waitingAt, f.waiting = w.Key, now, next
+	r.mu.Unlock()
+	return nil
+}
+
+// state is the job's record, made at first sight: quiet for a job that
+// ended before the follower started (nothing new to tell about it).
 func (r *Reconciler) state(key types.NamespacedName, job *trainer.TrainJob) *followed {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if f, ok := r.jobs[key]; ok && f.uid == job.UID {
 		return f
 	}
-	for _, c := range job.Status.Conditions {
-		if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue && c.LastTransitionTime.Time.Before(r.started) {
-			return nil
-		}
-	}
 	if old, ok := r.jobs[key]; ok {
-		r.uncount(key, old)
+		r.uncount(old)
 	}
 	f := &followed{uid: job.UID, told: map[string]bool{}}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue && c.LastTransitionTime.Time.Before(r.started) {
+			f.quiet = true
+		}
+	}
 	r.jobs[key] = f
 	return f
 }
@@ -218,9 +256,17 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if f, ok := r.jobs[key]; ok {
-		r.uncount(key, f)
+		r.uncount(f)
 		delete(r.jobs, key)
 	}
+}
+
+// unmarkTold forgets a failure whose Event could not be written: the next
+// reconcile tries again.
+func (r *Reconciler) unmarkTold(f *followed, key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(f.told, key)
 }
 
 // markTold records a failure as told; false if it was already.

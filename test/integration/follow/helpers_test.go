@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strconv"
-	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -26,15 +25,16 @@ const (
 	exitReason         = "mpiguard.io/kwok-exit-reason"
 	terminationMessage = "mpiguard.io/kwok-termination-message"
 	imagePullFailure   = "mpiguard.io/kwok-image-pull-failure"
-	// Pods keep running: KWOK's pod-complete never ends them.
-	noComplete = "pod-complete.stage.kwok.x-k8s.io/weight"
+	// Pods keep running: KWOK's pod-complete never ends them (both).
+	keepRunning = "mpiguard.io/kwok-keep-running"
+	noComplete  = "pod-complete.stage.kwok.x-k8s.io/weight"
 	// Pods never become Ready through KWOK's pod-ready.
 	noReady = "pod-ready.stage.kwok.x-k8s.io/weight"
 )
 
 // runtime creates TrainingRuntime name in ns: the curated OpenMPI runtime
-// with these annotations on its Launcher's and Workers' pods, and KWOK's
-// pod-complete off for both (pods run until a stage ends them).
+// with these annotations on its Launcher's and Workers' pods, which keep
+// running unless a stage ends them (an annotation set to "" is dropped).
 func runtime(ctx context.Context, ns, name string, launcher, workers map[string]string) {
 	GinkgoHelper()
 	var c trainer.ClusterTrainingRuntime
@@ -47,6 +47,7 @@ func runtime(ctx context.Context, ns, name string, launcher, workers map[string]
 			meta.Annotations = map[string]string{}
 		}
 		meta.Annotations[noComplete] = "0"
+		meta.Annotations[keepRunning] = "true"
 		// JobSet's webhook, which does not run here, defaults them so.
 		if rj.Template.Spec.Template.Spec.RestartPolicy == "" {
 			rj.Template.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -60,6 +61,9 @@ func runtime(ctx context.Context, ns, name string, launcher, workers map[string]
 		}
 		for k, v := range add {
 			meta.Annotations[k] = v
+			if v == "" && k != terminationMessage {
+				delete(meta.Annotations, k)
+			}
 		}
 	}
 	Expect(env.Client.Create(ctx, rt)).To(Succeed())
@@ -122,10 +126,18 @@ func explainTo(ctx context.Context, g Gomega, job *trainer.TrainJob) string {
 	return out.String()
 }
 
-// withoutAge drops the "waiting for 1m0s: " a waiting Event starts with.
-func withoutAge(note string) string {
-	if _, rest, ok := strings.Cut(note, ": "); ok && strings.HasPrefix(note, "waiting for ") {
-		return rest
+// occurrences counts what events tell: each once, or its series' count.
+func occurrences(events []eventsv1.Event) int32 {
+	var n int32
+	for _, e := range events {
+		n += max(1, ptrCount(e.Series))
 	}
-	return note
+	return n
+}
+
+func ptrCount(s *eventsv1.EventSeries) int32 {
+	if s == nil {
+		return 0
+	}
+	return s.Count
 }

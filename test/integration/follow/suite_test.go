@@ -37,6 +37,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Components: &components,
 		// 4 nodes of 8 GPUs: a Launcher and 6 Workers of 8 GPUs do not fit.
 		Workloads: &framework.Workloads{Nodes: 4, GPUsPerNode: 8},
+		// Served as `mpiguard serve` does, for the scrape spec.
+		Metrics: true,
 	})
 	Eventually(func() error {
 		return env.Client.Get(ctx, client.ObjectKey{Name: curated}, &trainer.ClusterTrainingRuntime{})
