@@ -49,7 +49,7 @@ func newEventWriter(c client.Client) eventWriter {
 // create writes a new Event about job and returns its name.
 func (w eventWriter) create(ctx context.Context, job *trainer.TrainJob, typ, reason, msg string, now time.Time) (string, error) {
 	e := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s.%x", job.Name, now.UnixNano())},
+		ObjectMeta:          metav1.ObjectMeta{Namespace: job.Namespace, GenerateName: job.Name + "."},
 		EventTime:           metav1.NewMicroTime(now),
 		ReportingController: ControllerName,
 		ReportingInstance:   w.instance,
