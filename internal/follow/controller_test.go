@@ -180,3 +180,16 @@ func TestWaitingToldEveryInterval(t *testing.T) {
 		t.Errorf("told %d Events counting %d once the pods ran (a Launcher is missing but nothing holds it), want 1 counting 3", events, count)
 	}
 }
+
+// TestEachFailureItsOwnEvent: two Workers OOMKilled are two Events, written
+// in the same instant.
+func TestEachFailureItsOwnEvent(t *testing.T) {
+	now := t0.Add(time.Minute)
+	c := cluster(t, rolePod("launcher", 0), rolePod("node", 0, oomKilled), rolePod("node", 1, oomKilled))
+	if _, err := follower(c, &now).Reconcile(context.Background(), request); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(followerEvents(t, c, jobstate.ReasonOOMKilled)); n != 2 {
+		t.Errorf("%d OOMKilled Events for 2 Workers, want 2", n)
+	}
+}

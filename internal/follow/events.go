@@ -46,24 +46,33 @@ func newEventWriter(c client.Client) eventWriter {
 	return eventWriter{client: c, instance: ControllerName + "-" + host}
 }
 
-// create writes a new Event about job and returns its name.
+// create writes a new Event about job and returns its name:
+// <job>.<nanoseconds in hex>, as client-go names Events, one nanosecond later
+// if that name is taken.
 func (w eventWriter) create(ctx context.Context, job *trainer.TrainJob, typ, reason, msg string, now time.Time) (string, error) {
-	e := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: job.Namespace, GenerateName: job.Name + "."},
-		EventTime:           metav1.NewMicroTime(now),
-		ReportingController: ControllerName,
-		ReportingInstance:   w.instance,
-		Action:              actionFollow,
-		Reason:              reason,
-		Type:                typ,
-		Note:                note(msg),
-		Regarding: corev1.ObjectReference{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
-			Namespace: job.Namespace, Name: job.Name, UID: job.UID},
+	for at := now; ; at = at.Add(time.Nanosecond) {
+		e := &eventsv1.Event{
+			ObjectMeta:          metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s.%x", job.Name, at.UnixNano())},
+			EventTime:           metav1.NewMicroTime(now),
+			ReportingController: ControllerName,
+			ReportingInstance:   w.instance,
+			Action:              actionFollow,
+			Reason:              reason,
+			Type:                typ,
+			Note:                note(msg),
+			Regarding: corev1.ObjectReference{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
+				Namespace: job.Namespace, Name: job.Name, UID: job.UID},
+		}
+		err := w.client.Create(ctx, e)
+		switch {
+		case err == nil:
+			return e.Name, nil
+		case apierrors.IsAlreadyExists(err) && at.Sub(now) < time.Microsecond:
+			continue
+		default:
+			return "", fmt.Errorf("writing Event %s on TrainJob %s/%s: %w", reason, job.Namespace, job.Name, err)
+		}
 	}
-	if err := w.client.Create(ctx, e); err != nil {
-		return "", fmt.Errorf("writing Event %s on TrainJob %s/%s: %w", reason, job.Namespace, job.Name, err)
-	}
-	return e.Name, nil
 }
 
 // repeat counts one more occurrence in the series of Event name; false when
