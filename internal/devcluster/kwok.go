@@ -50,6 +50,13 @@ func (e *Env) startKWOK(ctx context.Context) error {
 	if err != nil || len(stages) == 0 {
 		return fmt.Errorf("no KWOK stages in %s: rebuild with test/kwok/build.sh (%v)", filepath.Join(assets, "stages"), err)
 	}
+	// mpiguard's own stages (test/kwok/stages): pods that fail as their
+	// annotations say, for the specs that need a failure.
+	ours, err := filepath.Glob(filepath.Join(RepoRoot(), "test", "kwok", "stages", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	stages = append(stages, ours...)
 	kubeconfig, err := e.componentKubeconfig(kwok, "system:kwok-controller")
 	if err != nil {
 		return err
@@ -73,6 +80,13 @@ func (e *Env) startKWOK(ctx context.Context) error {
 // nvidia.com/gpu each (and room enough of CPU, memory and pods for any
 // demo), for KWOK to play the kubelet of.
 func (e *Env) createKWOKNodes(ctx context.Context, n, gpus int) error {
+	return e.AddKWOKNodes(ctx, "kwok-node-", n, gpus)
+}
+
+// AddKWOKNodes adds n fake nodes <prefix>0..n-1 like the ones
+// Options.Workloads starts with, and returns once the scheduler may use
+// them: a spec that makes room for pods that waited.
+func (e *Env) AddKWOKNodes(ctx context.Context, prefix string, n, gpus int) error {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
 		corev1.ResourceMemory: resource.MustParse("512Gi"),
@@ -80,7 +94,7 @@ func (e *Env) createKWOKNodes(ctx context.Context, n, gpus int) error {
 		"nvidia.com/gpu":      *resource.NewQuantity(int64(gpus), resource.DecimalSI),
 	}
 	for i := range n {
-		name := "kwok-node-" + strconv.Itoa(i)
+		name := prefix + strconv.Itoa(i)
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,

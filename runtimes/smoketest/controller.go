@@ -14,7 +14,6 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	trainerconstants "github.com/kubeflow/trainer/v2/pkg/constants"
 	"github.com/spf13/pflag"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +30,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	api "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/diagnosis"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
@@ -418,7 +418,7 @@ func (r *Reconciler) observe(ctx context.Context, rt *api.RuntimeTest, job *trai
 	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: job.Name + trainerconstants.MPIHostfileConfigMapSuffix}, &cm)
 	switch {
 	case err == nil:
-		if n := int32(len(distinctLines(cm.Data[trainerconstants.MPIHostfileName]))); n > 0 {
+		if n := int32(len(diagnosis.DistinctLines(cm.Data[trainerconstants.MPIHostfileName]))); n > 0 {
 			o.HostsExpected = n
 		}
 	case !apierrors.IsNotFound(err):
@@ -438,65 +438,18 @@ func (r *Reconciler) observe(ctx context.Context, rt *api.RuntimeTest, job *trai
 	return o, nil
 }
 
-// observeJobs reads the JobSet the Trainer made of the TrainJob (same name),
-// its Jobs, and the Warning events on them: the only record of pods the
-// apiserver refused to create (Pod Security, SCC, quota, a webhook).
-// Everything is read live, from the test's namespace only: mpiguard caches
-// neither Jobs nor events cluster-wide for the sake of a rare smoke test, and
-// the poll (--runtime-test-poll) finds a new event soon enough.
+// observeJobs reads the JobSet the Trainer made of the TrainJob, its Jobs,
+// and the Warning events on them (diagnosis.ReadJobSet), live and from the
+// test's namespace only: mpiguard caches neither Jobs nor events
+// cluster-wide for the sake of a rare smoke test, and the poll
+// (--runtime-test-poll) finds a new event soon enough.
 func (r *Reconciler) observeJobs(ctx context.Context, ns, name string, o *Observation) error {
-	// The objects whose events count, by UID: a Job re-created under the same
-	// name (a JobSet restart) does not inherit the old one's events.
-	owners := map[types.UID]bool{}
-	var js jobsetv1alpha2.JobSet
-	switch err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &js); {
-	case err == nil:
-		owners[js.UID] = true
-		if c := meta.FindStatusCondition(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)); c != nil && c.Status == metav1.ConditionTrue {
-			o.JobSetFailed = c.DeepCopy()
-		}
-	case !apierrors.IsNotFound(err):
+	s, err := diagnosis.ReadJobSet(ctx, r.apiReader, ns, name, true)
+	if err != nil {
 		return err
 	}
-	var jobs batchv1.JobList
-	if err := r.apiReader.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
-		return err
-	}
-	for _, j := range jobs.Items {
-		owners[j.UID] = true
-		for _, c := range j.Status.Conditions {
-			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-				o.FailedJobs = append(o.FailedJobs, JobFailure{Job: j.Name, Reason: c.Reason, Message: c.Message})
-			}
-		}
-	}
-	if len(owners) == 0 {
-		return nil
-	}
-	var events corev1.EventList
-	if err := r.apiReader.List(ctx, &events, client.InNamespace(ns), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
-		return err
-	}
-	for _, e := range events.Items {
-		if owners[e.InvolvedObject.UID] {
-			o.Warnings = append(o.Warnings, warning(&e))
-		}
-	}
+	o.JobSetFailed, o.FailedJobs, o.Warnings = s.Failed, s.FailedJobs, s.Warnings
 	return nil
-}
-
-// warning reads an event written through either events API (the Job
-// controller writes core/v1 Events, controller-runtime's recorder
-// events.k8s.io/v1 ones with a series).
-func warning(e *corev1.Event) Warning {
-	w := Warning{Kind: e.InvolvedObject.Kind, Name: e.InvolvedObject.Name, Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: e.LastTimestamp.Time}
-	if w.Last.IsZero() {
-		w.Last = e.EventTime.Time
-	}
-	if s := e.Series; s != nil {
-		w.Count, w.Last = max(s.Count, w.Count), s.LastObservedTime.Time
-	}
-	return w
 }
 
 // equalStatus lets a poll that changed nothing skip the write (and the watch

@@ -2,7 +2,6 @@ package smoketest
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/diagnosis"
 )
 
 // Observation is everything the verdict depends on, read from the cluster.
@@ -43,19 +43,10 @@ type Observation struct {
 }
 
 // Warning is one Warning event about the smoke-test JobSet or one of its Jobs.
-type Warning struct {
-	// Kind and Name are the object's ("Job", "JobSet").
-	Kind, Name      string
-	Reason, Message string
-	// Count is how many times it happened; Last when it last did.
-	Count int32
-	Last  time.Time
-}
+type Warning = diagnosis.Warning
 
 // JobFailure is a Job's Failed condition.
-type JobFailure struct {
-	Job, Reason, Message string
-}
+type JobFailure = diagnosis.JobFailure
 
 // Verdict is the conditions derived from an Observation.
 type Verdict struct {
@@ -88,13 +79,13 @@ func Evaluate(o Observation) Verdict {
 		v.Conditions = append(v.Conditions, metav1.Condition{Type: api.ConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 		return v
 	}
-	if pod, c, st := o.oomKilled(); pod != nil {
+	if pod, t := o.oomKilled(); pod != nil {
 		limit := "no memory limit"
-		if q, ok := containerLimit(pod, c, corev1.ResourceMemory); ok {
+		if q, ok := diagnosis.ContainerLimit(pod, t.Container, corev1.ResourceMemory); ok {
 			limit = "memory limit " + q
 		}
 		return fail(api.ReasonOOMKilled, fmt.Sprintf("pod %s container %s was OOMKilled (exit code %d, %s): give the runtime's node container more memory or set TrainJob.spec.trainer.resourcesPerNode.limits.memory",
-			pod.Name, c, st.ExitCode, limit))
+			pod.Name, t.Container, t.ExitCode, limit))
 	}
 	if pullFailure {
 		return fail(api.ReasonImagePullBackOff, pulled.Message)
@@ -102,7 +93,7 @@ func Evaluate(o Observation) Verdict {
 	if exitCode != nil {
 		switch {
 		case *exitCode != 0:
-			return fail(api.ReasonLauncherFailed, fmt.Sprintf("launcher pod %s exited with code %d: %s; check `kubectl logs %s`", launcherPod.Name, *exitCode, terminationMessage(launcherPod), launcherPod.Name))
+			return fail(api.ReasonLauncherFailed, fmt.Sprintf("launcher pod %s exited with code %d: %s; check `kubectl logs %s`", launcherPod.Name, *exitCode, diagnosis.TerminationMessage(launcherPod), launcherPod.Name))
 		case spawned.Status != metav1.ConditionTrue:
 			return fail(spawned.Reason, spawned.Message)
 		default:
@@ -156,70 +147,31 @@ type refusal struct {
 	final bool
 }
 
-// creationRefused reads the Warning events for the reason pods are missing:
-// the Job controller's FailedCreate or the JobSet controller's
-// JobCreationFailed. A final refusal outranks one that may pass (quota);
-// among equals the latest wins. Nil while every pod exists: an old event
-// does not outlive the pods it was about.
+// creationRefused reads the Warning events for the reason pods are missing
+// (diagnosis.WorstRefusal) and adds what to do about it in a smoke test. Nil
+// while every pod exists: an old event does not outlive the pods it was about.
 func (o Observation) creationRefused() *refusal {
 	if missingPods(o) == "" {
 		return nil
 	}
-	var best *refusal
-	var bestAt time.Time
-	for _, w := range o.Warnings {
-		r := o.refusalOf(w)
-		if r == nil {
-			continue
-		}
-		if best == nil || (r.final && !best.final) || (r.final == best.final && w.Last.After(bestAt)) {
-			best, bestAt = r, w.Last
-		}
-	}
-	return best
-}
-
-// Event reasons that mean an object was not created: the Job controller's
-// for pods, the JobSet controller's for Jobs.
-const (
-	eventFailedCreate      = "FailedCreate"
-	eventJobCreationFailed = "JobCreationFailed"
-)
-
-func (o Observation) refusalOf(w Warning) *refusal {
-	var what string
-	switch {
-	case w.Kind == "Job" && w.Reason == eventFailedCreate:
-		what = fmt.Sprintf("Job %s cannot create its pods", w.Name)
-	case w.Kind == "JobSet" && w.Reason == eventJobCreationFailed:
-		what = fmt.Sprintf("JobSet %s cannot create its Jobs", w.Name)
-	default:
+	r := diagnosis.WorstRefusal(o.Warnings)
+	if r == nil {
 		return nil
 	}
-	times := ""
-	if w.Count > 1 {
-		times = fmt.Sprintf(", %d times", w.Count)
-	}
-	r := &refusal{reason: api.ReasonPodsRejected}
 	var fix string
-	switch m := w.Message; {
-	case strings.Contains(m, "violates PodSecurity"):
-		r.reason, r.final = api.ReasonPodSecurity, true
+	switch {
+	case r.Reason == api.ReasonPodSecurity:
 		fix = fmt.Sprintf("namespace %s enforces a Pod Security level (label pod-security.kubernetes.io/enforce) these pods do not meet: set what the message lists in the runtime's pod templates (securityContext), or test a runtime that meets the level", o.Namespace)
-	case strings.Contains(m, "unable to validate against any security context constraint"):
-		r.reason, r.final = api.ReasonSecurityContextConstraints, true
+	case r.Reason == api.ReasonSecurityContextConstraints:
 		fix = "no SecurityContextConstraints the pods' service account may use admits them: use a runtime without a fixed runAsUser/fsGroup, or have an admin bind an SCC that admits them to the service account"
-	case strings.Contains(m, "exceeded quota"):
-		r.reason = api.ReasonQuotaExceeded
+	case r.Reason == api.ReasonQuotaExceeded:
 		fix = fmt.Sprintf("a ResourceQuota in namespace %s has no room for them: free or raise the quota, or test with fewer workers or slots; the test waits for room until its timeout", o.Namespace)
-	case strings.Contains(m, " is forbidden: "), strings.Contains(m, " is invalid: "), strings.Contains(m, "denied the request"):
-		r.final = true
+	case r.Final:
 		fix = "the apiserver refused them: fix what the message names, in the runtime or the namespace"
 	default:
 		fix = "the controller retries; the test waits until its timeout"
 	}
-	r.message = fmt.Sprintf("%s (%s%s): %s; %s", what, w.Reason, times, w.Message, fix)
-	return r
+	return &refusal{reason: r.Reason, final: r.Final, message: r.Summary() + "; " + fix}
 }
 
 func (o Observation) all() []corev1.Pod {
@@ -230,7 +182,7 @@ func (o Observation) podsScheduled() metav1.Condition {
 	c := metav1.Condition{Type: api.ConditionPodsScheduled}
 	var waiting []string
 	for _, p := range o.all() {
-		if cond := podCondition(&p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+		if cond := diagnosis.Unschedulable(&p); cond != nil {
 			c.Status, c.Reason = metav1.ConditionFalse, api.ReasonUnschedulable
 			c.Message = fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, cond.Message)
 			return c
@@ -262,21 +214,14 @@ func missingPods(o Observation) string {
 	return strings.Join(parts, "; ")
 }
 
-var pullFailures = map[string]bool{"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "ErrImageNeverPull": true}
-
-// final pull failures: the kubelet has given up for now or never will.
-var finalPullFailures = map[string]bool{"ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
-
 func (o Observation) imagesPulled() (metav1.Condition, bool) {
 	c := metav1.Condition{Type: api.ConditionImagesPulled}
 	var waiting []string
 	for _, p := range o.all() {
-		for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := st.State.Waiting; w != nil && pullFailures[w.Reason] {
-				c.Status, c.Reason = metav1.ConditionFalse, api.ReasonImagePullBackOff
-				c.Message = fmt.Sprintf("pod %s container %s cannot pull image %s: %s: %s; fix the image name or tag, or add imagePullSecrets to the runtime", p.Name, st.Name, st.Image, w.Reason, w.Message)
-				return c, finalPullFailures[w.Reason]
-			}
+		if f := diagnosis.PullFailed(&p); f != nil {
+			c.Status, c.Reason = metav1.ConditionFalse, api.ReasonImagePullBackOff
+			c.Message = fmt.Sprintf("pod %s container %s cannot pull image %s: %s: %s; fix the image name or tag, or add imagePullSecrets to the runtime", p.Name, f.Container, f.Image, f.Reason, f.Message)
+			return c, f.Final
 		}
 		if !imagesPresent(&p) {
 			waiting = append(waiting, p.Name)
@@ -309,7 +254,7 @@ func (o Observation) sshReady() metav1.Condition {
 	c := metav1.Condition{Type: api.ConditionSSHReady}
 	var notReady []string
 	for _, p := range o.Workers {
-		if cond := podCondition(&p, corev1.PodReady); cond == nil || cond.Status != corev1.ConditionTrue {
+		if cond := diagnosis.PodCondition(&p, corev1.PodReady); cond == nil || cond.Status != corev1.ConditionTrue {
 			notReady = append(notReady, p.Name)
 		}
 	}
@@ -333,12 +278,12 @@ func (o Observation) mpiSpawned() (metav1.Condition, *int32, int32, *corev1.Pod)
 	c := metav1.Condition{Type: api.ConditionMPISpawned, Status: metav1.ConditionFalse, Reason: api.ReasonWaiting, Message: "the launcher has not finished mpirun yet"}
 	for i := range o.Launcher {
 		p := &o.Launcher[i]
-		st := containerStatus(p, trainerconstants.Node)
+		st := diagnosis.ContainerStatus(p, trainerconstants.Node)
 		if st == nil || st.State.Terminated == nil {
 			continue
 		}
 		t := st.State.Terminated
-		hosts := distinctLines(t.Message)
+		hosts := diagnosis.DistinctLines(t.Message)
 		seen := int32(len(hosts))
 		code := t.ExitCode
 		switch {
@@ -363,73 +308,14 @@ func (o Observation) mpiSpawned() (metav1.Condition, *int32, int32, *corev1.Pod)
 	return c, nil, 0, nil
 }
 
-func (o Observation) oomKilled() (*corev1.Pod, string, *corev1.ContainerStateTerminated) {
+func (o Observation) oomKilled() (*corev1.Pod, *diagnosis.Termination) {
 	pods := o.all()
 	for i := range pods {
-		p := &pods[i]
-		for _, st := range p.Status.ContainerStatuses {
-			for _, t := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
-				if t != nil && t.Reason == "OOMKilled" {
-					return p, st.Name, t
-				}
-			}
+		if t := diagnosis.OOMKilled(&pods[i]); t != nil {
+			return &pods[i], t
 		}
 	}
-	return nil, "", nil
-}
-
-func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == name {
-			return &p.Status.ContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
-func containerLimit(p *corev1.Pod, container string, r corev1.ResourceName) (string, bool) {
-	for _, c := range p.Spec.Containers {
-		if c.Name == container {
-			if q, ok := c.Resources.Limits[r]; ok {
-				return q.String(), true
-			}
-		}
-	}
-	return "", false
-}
-
-func terminationMessage(p *corev1.Pod) string {
-	if st := containerStatus(p, trainerconstants.Node); st != nil && st.State.Terminated != nil {
-		if m := strings.TrimSpace(st.State.Terminated.Message); m != "" {
-			return m
-		}
-		return st.State.Terminated.Reason
-	}
-	return ""
-}
-
-func distinctLines(s string) []string {
-	set := map[string]bool{}
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			set[l] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for l := range set {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
+	return nil, nil
 }
 
 func listed(what string, names []string) string {

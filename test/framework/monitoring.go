@@ -121,3 +121,11 @@ func MonitoredMetrics() (map[string][]string, error) {
 func ServedByManager(name string) bool {
 	return strings.HasPrefix(name, "mpiguard_") || strings.HasPrefix(name, "controller_runtime_")
 }
+
+// ServedByFollower says whether a metric is one of the job follower's
+// (internal/follow): served once MPI TrainJobs' pods ran and ended, which
+// the follow suite's cluster does (KWOK nodes) and the admission suite's
+// does not.
+func ServedByFollower(name string) bool {
+	return name == "mpiguard_jobs" || strings.HasPrefix(name, "mpiguard_job_")
+}

@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/mpiguard/mpiguard/internal/audit"
+	"github.com/mpiguard/mpiguard/internal/follow"
 	"github.com/mpiguard/mpiguard/internal/kueuecheck"
 	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/runtimes/publisher"
@@ -37,6 +38,9 @@ type Options struct {
 	RuntimeTests smoketest.Options
 	// NetworkPolicies keeps one NetworkPolicy per MPI TrainJob.
 	NetworkPolicies networkpolicies.Options
+	// Follow follows every MPI TrainJob to its end and puts Events on it
+	// saying why its pods wait and which pod failed and why.
+	Follow follow.Options
 }
 
 // DefaultOptions enables everything.
@@ -50,6 +54,7 @@ func DefaultOptions() Options {
 		RuntimeTemplateWebhook: true,
 		RuntimeTests:           smoketest.DefaultOptions(),
 		NetworkPolicies:        networkpolicies.DefaultOptions(),
+		Follow:                 follow.DefaultOptions(),
 	}
 }
 
@@ -69,6 +74,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.RuntimeTemplateWebhook, "runtime-template-webhook", o.RuntimeTemplateWebhook, "Serve the (Cluster)TrainingRuntime MPI template webhook.")
 	o.RuntimeTests.AddFlags(fs)
 	o.NetworkPolicies.AddFlags(fs)
+	o.Follow.AddFlags(fs)
 }
 
 // Setup registers every enabled controller and webhook with the manager.
@@ -88,6 +94,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := networkpolicies.SetupWithManager(mgr, opts.NetworkPolicies); err != nil {
+		return err
+	}
+	if err := follow.SetupWithManager(mgr, opts.Follow); err != nil {
 		return err
 	}
 	return nil

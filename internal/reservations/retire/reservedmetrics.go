@@ -21,7 +21,22 @@ var reserved = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "What the reservation entries of a namespace hold of each ResourceQuota's resource (admitted TrainJobs whose pods do not exist yet), in the quota's units; 0 for a resource nothing is reserved of. kube-state-metrics' kube_resourcequota has the same labels.",
 }, []string{"namespace", "resourcequota", "resource"})
 
-func init() { metrics.Registry.MustRegister(reserved) }
+// consumed and consumption are a quota's status.used plus what admission
+// reserves of it, in the quota's units and as a share of its hard limit:
+// the quota alert (config/prometheus/rule.yaml, MpiguardQuotaNearlyConsumed)
+// and the dashboard's quota panel read them.
+var (
+	consumed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mpiguard_quota_used_or_reserved",
+		Help: "A ResourceQuota's status.used of a resource plus what mpiguard's reservations hold of it (admitted TrainJobs whose pods do not exist yet), in the quota's units.",
+	}, []string{"namespace", "resourcequota", "resource"})
+	consumption = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mpiguard_quota_consumption_ratio",
+		Help: "mpiguard_quota_used_or_reserved divided by the ResourceQuota's hard limit of the resource (1: nothing more fits); absent for a hard limit of 0.",
+	}, []string{"namespace", "resourcequota", "resource"})
+)
+
+func init() { metrics.Registry.MustRegister(reserved, consumed, consumption) }
 
 // observeReserved sets namespace ns's reserved series from the entries res
 // keeps and the pods that exist, for each quota the cache has there.
@@ -49,11 +64,19 @@ func setReserved(ns string, quotas []corev1.ResourceQuota, outstanding []quota.R
 				v = held.Total.AsApproximateFloat64()
 			}
 			reserved.WithLabelValues(ns, q.Name, string(name)).Set(v)
+			used := q.Status.Used[name]
+			total := used.AsApproximateFloat64() + v
+			consumed.WithLabelValues(ns, q.Name, string(name)).Set(total)
+			if hard := q.Spec.Hard[name]; !hard.IsZero() {
+				consumption.WithLabelValues(ns, q.Name, string(name)).Set(total / hard.AsApproximateFloat64())
+			}
 		}
 	}
 }
 
 // forgetReserved drops namespace ns's series (its QuotaReservation is gone).
 func forgetReserved(ns string) {
-	reserved.DeletePartialMatch(prometheus.Labels{"namespace": ns})
+	for _, g := range []*prometheus.GaugeVec{reserved, consumed, consumption} {
+		g.DeletePartialMatch(prometheus.Labels{"namespace": ns})
+	}
 }

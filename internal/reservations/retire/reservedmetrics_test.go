@@ -16,8 +16,14 @@ import (
 // reservedSeries reads mpiguard_quota_reserved as "namespace/quota resource" -> value.
 func reservedSeries(t *testing.T) map[string]float64 {
 	t.Helper()
+	return gaugeSeries(t, reserved)
+}
+
+// gaugeSeries reads a gauge of the quota metrics as "namespace/quota resource" -> value.
+func gaugeSeries(t *testing.T, g *prometheus.GaugeVec) map[string]float64 {
+	t.Helper()
 	ch := make(chan prometheus.Metric, 100)
-	go func() { reserved.Collect(ch); close(ch) }()
+	go func() { g.Collect(ch); close(ch) }()
 	out := map[string]float64{}
 	for m := range ch {
 		d := readMetric(t, m)
@@ -69,4 +75,26 @@ func readMetric(t *testing.T, m prometheus.Metric) *dto.Metric {
 		t.Fatal(err)
 	}
 	return &d
+}
+
+func TestConsumption(t *testing.T) {
+	gpuQuota := corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "nlp-team", Name: "gpus"},
+		Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("0")}},
+		Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("3")}}}
+	worker := v1alpha1.PodShape{PerPod: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}}
+	holders := []quota.Holder{{TrainJob: "nlp-team/a", Parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 3, PodShape: worker}}}}
+	t.Cleanup(func() { forgetReserved("nlp-team") })
+
+	setReserved("nlp-team", []corev1.ResourceQuota{gpuQuota}, holders)
+	if diff := cmp.Diff(map[string]float64{"nlp-team/gpus requests.nvidia.com/gpu": 15, "nlp-team/gpus pods": 0}, gaugeSeries(t, consumed)); diff != "" {
+		t.Errorf("mpiguard_quota_used_or_reserved (-want +got):\n%s", diff)
+	}
+	// 15 of 16; a hard limit of 0 has no ratio.
+	if diff := cmp.Diff(map[string]float64{"nlp-team/gpus requests.nvidia.com/gpu": 15.0 / 16}, gaugeSeries(t, consumption)); diff != "" {
+		t.Errorf("mpiguard_quota_consumption_ratio (-want +got):\n%s", diff)
+	}
+	forgetReserved("nlp-team")
+	if got := gaugeSeries(t, consumption); len(got) != 0 {
+		t.Errorf("series left after the namespace's reservation went: %v", got)
+	}
 }

@@ -1,11 +1,8 @@
 package admission
 
 import (
-	"bufio"
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -13,12 +10,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
@@ -37,7 +31,7 @@ var _ = Describe("the metrics alerts and the dashboard read", func() {
 	It("are all in a scrape of the running manager's /metrics once it has decided, reserved, refused, audited and tested a runtime", func(ctx context.Context) {
 		read, err := framework.MonitoredMetrics()
 		Expect(err).NotTo(HaveOccurred())
-		token := metricsReaderToken(ctx)
+		token := env.MetricsReaderToken(ctx)
 		ns := env.Namespace(ctx, nil)
 		rt := createRuntime(ctx, gpuWorkers("metrics-"+ns, "4"))
 		createQuota(ctx, fixtures.ResourceQuota(ns, "team-a", "requests.nvidia.com/gpu", "8"), fixtures.ResourceList("requests.nvidia.com/gpu", "0"))
@@ -63,11 +57,13 @@ var _ = Describe("the metrics alerts and the dashboard read", func() {
 
 		By("scraping /metrics until every metric read is served")
 		Eventually(func(g Gomega) {
-			served := scrapeNames(ctx, g, token)
+			served := env.ScrapeMetricNames(ctx, g, token)
 			var missing []string
 			for name, readers := range read {
 				// The others are the kube-apiserver's and kube-state-metrics'.
-				if framework.ServedByManager(name) && !served[name] {
+				// The follower's job metrics need pods that run and end: the
+				// follow suite's scrape reads them (framework.ServedByFollower).
+				if framework.ServedByManager(name) && !framework.ServedByFollower(name) && !served[name] {
 					missing = append(missing, fmt.Sprintf("%s (read by %s)", name, strings.Join(readers, ", ")))
 				}
 			}
@@ -76,56 +72,6 @@ var _ = Describe("the metrics alerts and the dashboard read", func() {
 		}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
 	})
 })
-
-// metricsReaderToken returns a token of a ServiceAccount allowed to get
-// /metrics (the manager asks the apiserver: TokenReview, SubjectAccessReview).
-func metricsReaderToken(ctx context.Context) string {
-	GinkgoHelper()
-	ns := env.Namespace(ctx, nil)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}}
-	Expect(env.Client.Create(ctx, sa)).To(Succeed())
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader-" + ns},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}}}
-	for _, o := range []client.Object{role, binding} {
-		Expect(env.Client.Create(ctx, o)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o))).To(Succeed()) })
-	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	Expect(env.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
-	return tr.Status.Token
-}
-
-// scrapeNames GETs the manager's /metrics and returns the names of its samples
-// (a histogram's as name_bucket, name_sum and name_count).
-func scrapeNames(ctx context.Context, g Gomega, token string) map[string]bool {
-	addr := env.Replicas[0].MetricsAddr
-	g.Expect(addr).NotTo(BeEmpty(), "the suite serves no metrics (framework.Options.Metrics)")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Authorization", "Bearer "+token)
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed, as shipped
-	resp, err := c.Do(req)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = resp.Body.Close() }()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	names := map[string]bool{}
-	s := bufio.NewScanner(resp.Body)
-	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for s.Scan() {
-		line := s.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.IndexAny(line, "{ "); i > 0 {
-			names[line[:i]] = true
-		}
-	}
-	g.Expect(s.Err()).NotTo(HaveOccurred())
-	return names
-}
 
 // refuseUnconfirmed sends reviews of creates in a fresh namespace until one
 // is refused for the reservations its namespace holds on trust: no TrainJob
