@@ -54,13 +54,17 @@ same name, as mpiguard publishes them in every cluster (a note says when one
 is used). Every TrainJob among them is
 evaluated as a CREATE in that context, with the same renderer, engine and
 policies as the webhooks (the same pipeline function): mutated first, then
-validated. TrainJobs earlier in the input that admission lets through and that
+validated. A suspended TrainJob (a stored Kueue job) is judged as its resume,
+the write that starts its pods and that the quota policies judge; the output
+says "judged as its resume". TrainJobs earlier in the input that admission lets through and that
 start pods (not suspended) count against quotas, MPI or not.
 
 With --from-cluster the cluster is the live one kubectl would talk to
 (--kubeconfig, --context): its runtimes, namespaces, ResourceQuotas with their
 usage, what admitted jobs hold (mpiguard's reservations), LimitRanges and
-RuntimeClasses, read as the validating webhook reads them. Only the TrainJobs
+RuntimeClasses, read as the validating webhook reads them (mpiguard's
+reservations, when the user may not read them, are left out with a note).
+Only the TrainJobs
 of the input are used; each is judged on its own, as if submitted now. A
 TrainJob without a namespace is in the context's namespace, as with kubectl.
 The policies are the embedded ones (or --policies/--parameters), not the ones
@@ -277,7 +281,14 @@ func (o checkOptions) checkInCluster(ctx context.Context, ev *check.Evaluator, d
 			s.TrainJob.Namespace = contextNS
 		}
 	}
-	return ev.EvaluateLive(ctx, docs.TrainJobs, o.auditor(c, ev).QuotaState)
+	auditor := o.auditor(c, ev)
+	ledger := &unreadableLedger{ReservationReader: auditor.Reservations}
+	auditor.Reservations = ledger
+	results, err := ev.EvaluateLive(ctx, docs.TrainJobs, auditor.QuotaState)
+	if note := ledger.note(o.mpiguardNS); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
+	return results, err
 }
 
 // evaluatorFromFlags runs the policies of --policies/--parameters (the

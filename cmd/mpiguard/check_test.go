@@ -48,6 +48,12 @@ func TestCheckExitCodesAndOutput(t *testing.T) {
 			wantExit: 1, wantOut: `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 4 of 16 free`},
 		{name: "stdin", opts: checkOptions{files: []string{"-"}, output: "text"}, stdin: string(deniedYAML),
 			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED"},
+		// A stored Kueue job (kubectl get -o yaml) is suspended: judged as
+		// its resume, with the quota policies, not as a create of a
+		// suspended job (which the quota policies let through).
+		{name: "suspended: judged as its resume", opts: checkOptions{files: []string{"-"}, output: "text"},
+			stdin:    strings.Replace(string(deniedYAML), "spec:\n  runtimeRef:", "spec:\n  suspend: true\n  runtimeRef:", 1),
+			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED (judged as its resume: the job is suspended"},
 		{name: "patches shown", opts: checkOptions{files: []string{samples + "max-duration/samples/allowed-default-deadline-set.yaml"}, output: "text", showPatches: true},
 			wantOut: "patch  max-duration: spec.activeDeadlineSeconds = 86400"},
 		{name: "unreadable file", opts: checkOptions{files: []string{"does-not-exist.yaml"}, output: "text"},

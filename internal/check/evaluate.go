@@ -32,6 +32,32 @@ type Result struct {
 	// Error is set when the TrainJob could not be evaluated (admission would
 	// reject it with this error).
 	Error string `json:"error,omitempty"`
+	// JudgedAs is the write the TrainJob was judged as: JudgedAsCreate, or
+	// JudgedAsResume for a suspended one (Request).
+	JudgedAs string `json:"judgedAs"`
+}
+
+// The writes a TrainJob of the input is judged as (Result.JudgedAs).
+const (
+	JudgedAsCreate = "create"
+	JudgedAsResume = "resume"
+)
+
+// Request is the admission request a TrainJob of the input is judged as:
+// the write that decides whether it starts. A job that is not suspended is a
+// CREATE. A suspended one, stored (kubectl get -o yaml) or about to be
+// submitted to a queue, starts nothing when it is created: every quota
+// policy defers to its resume (Kueue admits a job by flipping
+// spec.suspend), so it is judged as that resume, an UPDATE from the job
+// suspended to the job running, with every policy, as audit judges a
+// waiting job.
+func (ev *Evaluator) Request(tj *trainer.TrainJob) *pipeline.Request {
+	if !ptr.Deref(tj.Spec.Suspend, false) {
+		return &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
+	}
+	resumed, suspended := tj.DeepCopy(), tj.DeepCopy()
+	resumed.Spec.Suspend = ptr.To(false)
+	return &pipeline.Request{Operation: engine.Update, User: ev.User, TrainJob: resumed, OldTrainJob: suspended}
 }
 
 // Evaluator runs TrainJobs through the engine and renderer the webhooks use.
@@ -42,13 +68,14 @@ type Evaluator struct {
 	User string
 }
 
-// Evaluate decides every TrainJob of the cluster as a CREATE, in document
-// order, through the admission pipeline the webhooks use (stage Admit: the
+// Evaluate decides every TrainJob of the cluster as a CREATE (a suspended
+// one as its resume, Request), in document order, through the admission pipeline the webhooks use (stage Admit: the
 // mutation is applied and the mutated job judged, as the apiserver runs the
 // two webhooks). TrainJobs created earlier count against quotas as they would
 // in a cluster before their pods exist: each one admission lets through that
 // starts pods (not suspended), MPI or not (a TrainJob mpiguard does not
-// govern still creates pods the quota will charge).
+// govern still creates pods the quota will charge); a suspended job judged
+// as its resume holds nothing, as it holds nothing until it is resumed.
 func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error) {
 	if err := applyDefaults(c); err != nil {
 		return nil, err
@@ -59,15 +86,16 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	results := make([]Result, 0, len(c.TrainJobs))
 	for _, s := range c.TrainJobs {
 		tj := s.TrainJob
-		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
+		req := ev.Request(tj)
+		starts := req.OldTrainJob == nil && pipeline.StartsPods(req)
 		v, err := p.Run(ctx, reader, req, pipeline.Admit)
 		if err == nil && v.Governed && pipeline.StartsPods(req) {
 			// The validating webhook reads what earlier jobs hold before
 			// deciding; one it cannot render fails the decision.
 			err = reader.unrenderable[tj.Namespace]
 		}
-		res := resultOf(s, v, err)
-		if res.Error == "" && res.Allowed && pipeline.StartsPods(req) {
+		res := resultOf(s, req, v, err)
+		if res.Error == "" && res.Allowed && starts {
 			reader.hold(ctx, p, tj, v)
 		}
 		results = append(results, res)
@@ -75,10 +103,14 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	return results, nil
 }
 
-// resultOf is what the pipeline made of job s: its verdict v, or err.
-func resultOf(s SourcedTrainJob, v *pipeline.Verdict, err error) Result {
+// resultOf is what the pipeline made of job s judged as req: its verdict v,
+// or err.
+func resultOf(s SourcedTrainJob, req *pipeline.Request, v *pipeline.Verdict, err error) Result {
 	tj := s.TrainJob
-	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
+	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}, JudgedAs: JudgedAsCreate}
+	if req.OldTrainJob != nil {
+		res.JudgedAs = JudgedAsResume
+	}
 	switch {
 	case err != nil:
 		res.Error = err.Error()
