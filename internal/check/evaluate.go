@@ -34,7 +34,13 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// JudgedAs is the write the TrainJob was judged as: JudgedAsCreate, or
 	// JudgedAsResume for a suspended one (Request).
-	JudgedAs string `json:"judgedAs"`
+	JudgedAs string `json:"judgedAs,omitempty"`
+	// Runtime is set, and TrainJob empty, for the result of a runtime
+	// template (ValidateRuntimes): `ClusterTrainingRuntime "name"` or
+	// `TrainingRuntime "namespace/name"`. Refusal is the runtime-template
+	// webhook's message when it would refuse the runtime.
+	Runtime string `json:"runtime,omitempty"`
+	Refusal string `json:"refusal,omitempty"`
 }
 
 // The writes a TrainJob of the input is judged as (Result.JudgedAs).

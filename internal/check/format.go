@@ -34,6 +34,13 @@ func (r *Result) Outcome() string {
 func WriteText(w io.Writer, results []Result, showPatches bool) error {
 	var b strings.Builder
 	for _, r := range results {
+		if r.Runtime != "" {
+			fmt.Fprintf(&b, "%s: %s\n", r.Runtime, r.Outcome())
+			for _, v := range r.Violations {
+				fmt.Fprintf(&b, "  %-6s %s: %s: %s\n", v.Action, v.Policy, v.Field, v.Message)
+			}
+			continue
+		}
 		switch {
 		case r.Error != "":
 			fmt.Fprintf(&b, "TrainJob %s: %s: %s\n", r.TrainJob, Error, r.Error)

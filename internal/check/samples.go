@@ -129,11 +129,19 @@ func runSample(ctx context.Context, fsys fs.FS, ev *Evaluator, policy, file stri
 		c.Failures = append(c.Failures, "sample has no TrainJob")
 		return c
 	}
-	results, err := ev.Evaluate(ctx, cluster)
+	// As `mpiguard check` judges the file: a runtime the runtime-template
+	// webhook would refuse first.
+	results, err := RuntimeResults(cluster)
 	if err != nil {
 		c.Failures = append(c.Failures, err.Error())
 		return c
 	}
+	jobs, err := ev.Evaluate(ctx, cluster)
+	if err != nil {
+		c.Failures = append(c.Failures, err.Error())
+		return c
+	}
+	results = append(results, jobs...)
 	var out bytes.Buffer
 	_ = WriteText(&out, results, true)
 	c.Got = out.String()
