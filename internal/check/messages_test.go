@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/mpiguard/mpiguard/internal/pipeline"
@@ -52,6 +53,23 @@ func TestEverySampleMessageFitsAnEvent(t *testing.T) {
 	sampleViolations(t, "../../policies", func(sample, policy, line string) {
 		if len(line) > MessageBudget {
 			t.Errorf("%s: a %s message of %d bytes, over the %d an Event keeps with its docs link:\n%s", sample, policy, len(line), MessageBudget, line)
+		}
+	})
+}
+
+// podsAsNodes is a count of "nodes" that is not of hostfile nodes: the
+// vocabulary (README.md, "Vocabulary") never calls pods nodes, and
+// spec.trainer.numNodes counts hostfile nodes (every Worker, and the Launcher
+// when it runs as a node), not Workers.
+var podsAsNodes = regexp.MustCompile(`(^|[^-\w])(\d+) nodes\b`)
+
+// Every message a sample draws says "hostfile nodes" where it counts
+// spec.trainer.numNodes, never a bare "N nodes" that reads as pods or
+// Kubernetes nodes.
+func TestEverySampleMessageSaysHostfileNodes(t *testing.T) {
+	sampleViolations(t, "../../policies", func(sample, policy, line string) {
+		if m := podsAsNodes.FindString(line); m != "" {
+			t.Errorf("%s: a %s message counts %q: say \"hostfile nodes\" (spec.trainer.numNodes) or Workers:\n%s", sample, policy, m, line)
 		}
 	})
 }

@@ -39,7 +39,7 @@ deny contains lib.violation("spec.trainer.numNodes", msg_too_many_workers) if {
 }
 
 msg_too_many_workers := sprintf(
-	"TrainJob asks for %d nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to %d or less",
+	"TrainJob asks for %d hostfile nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to %d or less",
 	[input.job.numNodes, runtime, input.runtime.constraints.maxWorkers, input.runtime.constraints.maxWorkers],
 )
 

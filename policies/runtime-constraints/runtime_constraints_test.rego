@@ -43,7 +43,7 @@ test_non_mpi_job_is_not_governed if {
 test_too_many_workers_denied if {
 	deny_of(job_input("team-a", {"maxWorkers": 2}, {})) == {{
 		"field": "spec.trainer.numNodes",
-		"msg": "TrainJob asks for 3 nodes (spec.trainer.numNodes) but runtime gpu-openmpi allows at most 2 per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to 2 or less",
+		"msg": "TrainJob asks for 3 hostfile nodes (spec.trainer.numNodes) but runtime gpu-openmpi allows at most 2 per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to 2 or less",
 	}}
 }
 

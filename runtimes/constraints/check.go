@@ -32,7 +32,7 @@ func (c Constraints) Check(j Job) field.ErrorList {
 	}
 	if c.MaxWorkers != nil && j.Workers > *c.MaxWorkers {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "trainer", "numNodes"), j.Workers,
-			fmt.Sprintf("asks for %d nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (%s); lower spec.trainer.numNodes to %d or less",
+			fmt.Sprintf("asks for %d hostfile nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (%s); lower spec.trainer.numNodes to %d or less",
 				j.Workers, j.RuntimeName, *c.MaxWorkers, AnnotationMaxWorkers, *c.MaxWorkers)))
 	}
 	if c.MaxGPUsPerWorker != nil && j.GPUsPerWorker > *c.MaxGPUsPerWorker {
