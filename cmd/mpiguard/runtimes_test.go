@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,5 +149,36 @@ func TestRuntimeVerdictIsTheWebhooks(t *testing.T) {
 	}
 	if compared == 0 || refused == 0 {
 		t.Fatalf("compared %d runtimes, %d refused: the test judged nothing a webhook refuses", compared, refused)
+	}
+}
+
+// The mnist example in a namespace with an ordinary quota: one denial per
+// quota, not one per resource and pod, and it leads with
+// spec.trainer.resourcesPerNode, which reaches every pod on the curated
+// runtime (its Launcher runs as a node); setting it there is enough.
+func TestUndeclaredRequestsAreOneLineLeadingWithResourcesPerNode(t *testing.T) {
+	data, err := os.ReadFile("testdata/mnist-ordinary-quota.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = runCheck(context.Background(), checkOptions{files: []string{"-"}, output: "text"}, bytes.NewReader(data), &out, io.Discard)
+	if exitOf(err) != 1 {
+		t.Fatalf("exit %d (%v), want 1\n%s", exitOf(err), err, out.String())
+	}
+	var denials []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "  deny") {
+			denials = append(denials, line)
+		}
+	}
+	if len(denials) != 1 || !strings.HasPrefix(denials[0], "  deny   aggregate-quota: spec.trainer.resourcesPerNode: ") ||
+		!strings.Contains(denials[0], "set limits.cpu, limits.memory, requests.cpu, requests.memory in spec.trainer.resourcesPerNode") {
+		t.Errorf("want one aggregate-quota denial leading with spec.trainer.resourcesPerNode, got:\n%s", out.String())
+	}
+	fixed := strings.Replace(string(data), "      limits: {nvidia.com/gpu: 2}", "      requests: {cpu: \"2\", memory: 4Gi}\n      limits: {cpu: \"2\", memory: 4Gi, nvidia.com/gpu: 2}", 1)
+	out.Reset()
+	if err := runCheck(context.Background(), checkOptions{files: []string{"-"}, output: "text"}, strings.NewReader(fixed), &out, io.Discard); err != nil {
+		t.Errorf("with resourcesPerNode set: %v\n%s", err, out.String())
 	}
 }

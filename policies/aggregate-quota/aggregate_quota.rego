@@ -205,13 +205,26 @@ deny contains lib.violation(undeclared_field(parts), msg_quota_undeclared(quota.
 	parts := {part | some demand in quota.demand; some part in demand.parts; part.undeclared}
 }
 
-# The Workers' training container takes spec.trainer.resourcesPerNode: the
-# fix when Worker pods leave something undeclared. Other pods' containers
-# come from the runtime.
+# The training container of every hostfile node takes
+# spec.trainer.resourcesPerNode: the Workers', and the Launcher's when it runs
+# as a node. It is the fix when such pods leave something undeclared; other
+# pods' containers come from the runtime.
 undeclared_field(parts) := "spec.trainer.resourcesPerNode" if {
 	some part in parts
-	part.role == "worker"
+	node_part(part)
 } else := lib.pods_field
+
+node_part(part) if part.role == "worker"
+
+node_part(part) if {
+	part.role == "launcher"
+	input.job.runLauncherAsNode == true
+}
+
+# node_containers names the containers resourcesPerNode reaches.
+node_containers := "the training container of every Worker and of the Launcher, which runs as a node" if {
+	input.job.runLauncherAsNode == true
+} else := "the training container of every Worker"
 
 msg_quota_undeclared(quota, names, parts) := sprintf(
 	"ResourceQuota %q limits %s, so the apiserver refuses a pod with a container that does not declare each, and the %s pods have such a container; %s",
@@ -219,8 +232,8 @@ msg_quota_undeclared(quota, names, parts) := sprintf(
 )
 
 undeclared_fix(names, parts) := sprintf(
-	"set %s in spec.trainer.resourcesPerNode (the Workers' training container)%s, or ask an admin to add a LimitRange default",
-	[concat(", ", names), others_undeclared(parts)],
+	"set %s in spec.trainer.resourcesPerNode (%s)%s, or ask an admin to add a LimitRange default",
+	[concat(", ", names), node_containers, others_undeclared(parts)],
 ) if {
 	undeclared_field(parts) == "spec.trainer.resourcesPerNode"
 } else := sprintf("%s, or ask an admin to add a LimitRange default", [lib.pods_fix(sprintf("set %s on every container", [concat(", ", names)]))])
@@ -230,6 +243,6 @@ others_undeclared(parts) := sprintf(
 	"; for the %s pods, %s",
 	[concat(" and ", sort(others)), lib.pods_fix("declare them on every container")],
 ) if {
-	others := {lib.role_label(p) | some p in parts; p.role != "worker"}
+	others := {lib.role_label(p) | some p in parts; not node_part(p)}
 	count(others) > 0
 } else := ""
