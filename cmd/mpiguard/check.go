@@ -333,7 +333,7 @@ func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (
 	if err != nil {
 		return nil, err
 	}
-	return &check.Evaluator{Engine: eng, Renderer: rnd, User: user}, nil
+	return &check.Evaluator{Engine: eng, Renderer: rnd, User: user, SuspendedAsResume: true}, nil
 }
 
 // policySetFromFlags returns the embedded policy set with the policies of

@@ -51,14 +51,14 @@ const (
 
 // Request is the admission request a TrainJob of the input is judged as:
 // the write that decides whether it starts. A job that is not suspended is a
-// CREATE. A suspended one, stored (kubectl get -o yaml) or about to be
+// CREATE. With SuspendedAsResume, a suspended one, stored (kubectl get -o yaml) or about to be
 // submitted to a queue, starts nothing when it is created: every quota
 // policy defers to its resume (Kueue admits a job by flipping
 // spec.suspend), so it is judged as that resume, an UPDATE from the job
 // suspended to the job running, with every policy, as audit judges a
 // waiting job.
 func (ev *Evaluator) Request(tj *trainer.TrainJob) *pipeline.Request {
-	if !ptr.Deref(tj.Spec.Suspend, false) {
+	if !ev.SuspendedAsResume || !ptr.Deref(tj.Spec.Suspend, false) {
 		return &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
 	}
 	resumed, suspended := tj.DeepCopy(), tj.DeepCopy()
@@ -72,6 +72,10 @@ type Evaluator struct {
 	Renderer *render.Renderer
 	// User is the requester recorded in decisions.
 	User string
+	// SuspendedAsResume judges a suspended TrainJob as its resume (Request),
+	// as `mpiguard check` does; false judges it as the CREATE it is, as the
+	// differential suite compares with the webhooks' answer to that create.
+	SuspendedAsResume bool
 }
 
 // Evaluate decides every TrainJob of the cluster as a CREATE (a suspended
