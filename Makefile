@@ -9,7 +9,11 @@ SHELL := /usr/bin/env bash -o pipefail
 
 GO            ?= go
 BIN           ?= bin
-IMG           ?= mpiguard:dev
+# The image docker-build tags and deploy installs. No mpiguard image is
+# published, so there is no default: the targets that need it refuse to run
+# without it (require_img), as an image no registry has would leave the
+# fail-closed webhooks refusing every TrainJob create.
+IMG           ?=
 CACHE         ?= $(or $(MPIGUARD_CACHE),$(HOME)/.cache/mpiguard)
 export MPIGUARD_CACHE := $(CACHE)
 # The real control plane for integration tests (built from source, cached by version).
@@ -142,6 +146,7 @@ build: ## Build bin/mpiguard.
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
+	$(require_img)
 	docker build -t $(IMG) .
 
 .PHONY: controlplane
@@ -168,29 +173,36 @@ DEPLOY_CONFIG ?= config/default
 # written to a temporary folder under the ignored bin/ (kustomize takes only
 # relative paths to a base), that sets the Deployment's image to IMG (plus the
 # patches in $(1)): no tracked file changes, so `make verify` stays clean.
+IMAGE_PATCH = '- patch: '"'"'{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mpiguard-controller", "namespace": "mpiguard-system"}, "spec": {"template": {"spec": {"containers": [{"name": "mpiguard", "image": "$(IMG)"}]}}}}'"'"
 define install_yaml
 mkdir -p bin; tmp=$$(mktemp -d bin/install.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
 printf '%s\n' 'resources:' '- ../../$(DEPLOY_CONFIG)' 'patches:' \
-  '- patch: '"'"'{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mpiguard-controller", "namespace": "mpiguard-system"}, "spec": {"template": {"spec": {"containers": [{"name": "mpiguard", "image": "$(IMG)"}]}}}}'"'" \
+  $(if $(IMG),$(IMAGE_PATCH)) \
   $(1) >"$$tmp/kustomization.yaml"; \
 $(KUSTOMIZE) build "$$tmp"
 endef
+# require_img stops a target that installs or builds the image unless IMG was
+# set (make stops before running anything).
+require_img = $(if $(strip $(IMG)),,$(error IMG is not set: no mpiguard image is published, and one no registry has would leave the fail-closed webhooks refusing every TrainJob create; build and push an image, then run: make $@ IMG=registry.example.com/mpiguard:v0.1.0))
 # undeploy keeps the openreports.io CRDs: other tools (Kyverno, Policy Reporter)
 # may share them, and deleting a CRD deletes every Report of every tool.
 KEEP_SHARED_CRDS = $(foreach crd,reports.openreports.io clusterreports.openreports.io, \
   '- patch: '"'"'{"$$patch": "delete", "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "$(crd)"}}'"'")
 
 .PHONY: install-yaml
-install-yaml: ## Print what deploy applies: DEPLOY_CONFIG (config/default) with the image IMG.
+install-yaml: ## Print what deploy applies: DEPLOY_CONFIG (config/default) with the image IMG (required).
+	$(require_img)
 	@$(call install_yaml)
 
 .PHONY: deploy
-deploy: ## Install mpiguard with image IMG on the cluster kubectl points at (needs the Trainer and cert-manager).
+deploy: ## Install mpiguard with image IMG (required) on the cluster kubectl points at (needs the Trainer and cert-manager).
+	$(require_img)
 	@echo "kustomize build $(DEPLOY_CONFIG) with image $(IMG) | $(KUBECTL) apply --server-side --dry-run=$(DRY_RUN)" >&2
 	@$(call install_yaml) | $(KUBECTL) apply --server-side --dry-run=$(DRY_RUN) -f -
 
 .PHONY: deploy-openshift
-deploy-openshift: ## Install on OpenShift with image IMG (config/openshift: service CA, OpenShift DNS, ServiceMonitor).
+deploy-openshift: ## Install on OpenShift with image IMG (required; config/openshift: service CA, OpenShift DNS, ServiceMonitor).
+	$(require_img)
 	@$(MAKE) --no-print-directory deploy DEPLOY_CONFIG=config/openshift
 
 .PHONY: undeploy

@@ -57,13 +57,17 @@ same name, as mpiguard publishes them in every cluster (a note says when one
 is used). Every TrainJob among them is
 evaluated as a CREATE in that context, with the same renderer, engine and
 policies as the webhooks (the same pipeline function): mutated first, then
-validated. TrainJobs earlier in the input that admission lets through and that
+validated. A suspended TrainJob (a stored Kueue job) is judged as its resume,
+the write that starts its pods and that the quota policies judge; the output
+says "judged as its resume". TrainJobs earlier in the input that admission lets through and that
 start pods (not suspended) count against quotas, MPI or not.
 
 With --from-cluster the cluster is the live one kubectl would talk to
 (--kubeconfig, --context): its runtimes, namespaces, ResourceQuotas with their
 usage, what admitted jobs hold (mpiguard's reservations), LimitRanges and
-RuntimeClasses, read as the validating webhook reads them. Only the TrainJobs
+RuntimeClasses, read as the validating webhook reads them (mpiguard's
+reservations, when the user may not read them, are left out with a note).
+Only the TrainJobs
 of the input are used; each is judged on its own, as if submitted now. A
 TrainJob without a namespace is in the context's namespace, as with kubectl.
 The policies are the embedded ones (or --policies/--parameters), not the ones
@@ -75,11 +79,18 @@ policies' samples are written (policies/<policy>/samples/: each file a complete
 cluster). Without it, all files form one cluster, and an object in two files
 (the Namespace "team-a" of two samples) is an error.
 
-Exit status: 0 all allowed, 1 any denied, 2 unreadable or invalid input.`,
+ClusterTrainingRuntimes and TrainingRuntimes among the documents are judged
+as the runtime-template webhook judges their create (the same validation):
+one the webhook would refuse is DENIED, with its errors; without TrainJobs in
+the input, every runtime is listed, with the webhook's warnings.
+
+Exit status: 0 all allowed, 1 any denied (a TrainJob, or a runtime the
+webhook would refuse), 2 unreadable or invalid input.`,
 		Example: `  mpiguard check -f cluster.yaml -f jobs/
   kubectl get trainjob my-job -o yaml | mpiguard check -f cluster/ -f -
   mpiguard check -f policies/max-duration/samples/ --each-file --show-patches -o json
-  mpiguard check --from-cluster -f my-trainjob.yaml`,
+  mpiguard check --from-cluster -f my-trainjob.yaml
+  mpiguard check -f my-runtime.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCheck(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -125,15 +136,16 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	// Every document is validated: judging the jobs needs none of the
 	// validators, whose memory would otherwise be carried to the end.
 	render.ForgetValidation()
-	jobs := 0
+	jobs, runtimes := 0, 0
 	for _, cluster := range clusters {
 		for _, ignored := range cluster.Ignored {
 			fmt.Fprintf(stderr, "note: ignored %s (no decision depends on this kind)\n", ignored)
 		}
 		jobs += len(cluster.TrainJobs)
+		runtimes += len(cluster.ClusterRuntimes) + len(cluster.Runtimes)
 	}
-	if jobs == 0 {
-		return &exitError{2, errors.New("no TrainJob found in the input")}
+	if jobs == 0 && runtimes == 0 {
+		return &exitError{2, errors.New("no TrainJob found in the input, nor a ClusterTrainingRuntime or TrainingRuntime to validate")}
 	}
 	built := <-evaluator
 	if built.err != nil {
@@ -152,7 +164,19 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	var results []check.Result
 	var sources []string // with --each-file, each result's file, for the text output's headings
 	for _, cluster := range clusters {
-		var got []check.Result
+		// Runtime templates first, as the runtime-template webhook would
+		// judge their create: the jobs depend on them.
+		got, err := check.RuntimeResults(cluster)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		results = append(results, got...)
+		for range got {
+			sources = append(sources, cluster.Source)
+		}
+		if len(cluster.TrainJobs) == 0 {
+			continue
+		}
 		if o.fromCluster {
 			got, err = o.checkInCluster(ctx, ev, cluster, stderr)
 		} else {
@@ -181,7 +205,13 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		return &exitError{2, err}
 	}
 	if code := check.ExitCode(results); code != 0 {
-		return &exitError{code, fmt.Errorf("%s", map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code])}
+		msg := map[int]string{1: "some TrainJobs are denied", 2: "some TrainJobs could not be evaluated"}[code]
+		for _, r := range results {
+			if r.Runtime != "" && !r.Allowed && code == 1 {
+				msg = "some TrainJobs or runtime templates are denied"
+			}
+		}
+		return &exitError{code, errors.New(msg)}
 	}
 	return nil
 }
@@ -275,7 +305,7 @@ func (o checkOptions) read(stdin io.Reader) ([]*check.Cluster, error) {
 // checkInCluster judges the input's TrainJobs in the live cluster.
 func (o checkOptions) checkInCluster(ctx context.Context, ev *check.Evaluator, docs *check.Cluster, stderr io.Writer) ([]check.Result, error) {
 	if n := len(docs.Namespaces) + len(docs.Quotas) + len(docs.LimitRanges) + len(docs.RuntimeClasses) + len(docs.ClusterRuntimes) + len(docs.Runtimes); n > 0 {
-		fmt.Fprintf(stderr, "note: --from-cluster: %d non-TrainJob documents ignored (the live cluster's objects are used)\n", n)
+		fmt.Fprintf(stderr, "note: --from-cluster: %d non-TrainJob documents are not used to judge the TrainJobs (the live cluster's objects are; runtimes are still validated as templates)\n", n)
 	}
 	c, contextNS, err := o.connect()
 	if err != nil {
@@ -286,7 +316,14 @@ func (o checkOptions) checkInCluster(ctx context.Context, ev *check.Evaluator, d
 			s.TrainJob.Namespace = contextNS
 		}
 	}
-	return ev.EvaluateLive(ctx, docs.TrainJobs, o.auditor(c, ev).QuotaState)
+	auditor := o.auditor(c, ev)
+	ledger := &unreadableLedger{ReservationReader: auditor.Reservations}
+	auditor.Reservations = ledger
+	results, err := ev.EvaluateLive(ctx, docs.TrainJobs, auditor.QuotaState)
+	if note := ledger.note(o.mpiguardNS); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
+	return results, err
 }
 
 // evaluatorFromFlags runs the policies of --policies/--parameters (the
@@ -305,7 +342,7 @@ func evaluatorFromFlags(ctx context.Context, dir, parametersFile, user string) (
 	if err != nil {
 		return nil, err
 	}
-	return &check.Evaluator{Engine: eng, Renderer: rnd, User: user}, nil
+	return &check.Evaluator{Engine: eng, Renderer: rnd, User: user, SuspendedAsResume: true}, nil
 }
 
 // policySetFromFlags returns the embedded policy set with the policies of

@@ -54,6 +54,12 @@ func TestCheckExitCodesAndOutput(t *testing.T) {
 			wantExit: 1, wantOut: `TrainJob needs 12 nvidia.com/gpu (launcher 0 + 3 workers x 4) but ResourceQuota "team-a" has 4 of 16 free`},
 		{name: "stdin", opts: checkOptions{files: []string{"-"}, output: "text"}, stdin: string(deniedYAML),
 			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED"},
+		// A stored Kueue job (kubectl get -o yaml) is suspended: judged as
+		// its resume, with the quota policies, not as a create of a
+		// suspended job (which the quota policies let through).
+		{name: "suspended: judged as its resume", opts: checkOptions{files: []string{"-"}, output: "text"},
+			stdin:    strings.Replace(string(deniedYAML), "spec:\n  runtimeRef:", "spec:\n  suspend: true\n  runtimeRef:", 1),
+			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED (judged as its resume: the job is suspended"},
 		{name: "patches shown", opts: checkOptions{files: []string{samples + "max-duration/samples/allowed-default-deadline-set.yaml"}, output: "text", showPatches: true},
 			wantOut: "patch  max-duration: spec.activeDeadlineSeconds = 86400"},
 		{name: "network policy shown", opts: checkOptions{files: []string{samples + "max-duration/samples/allowed-default-deadline-set.yaml"}, output: "text", showNetworkPolicy: true},
@@ -183,7 +189,7 @@ func TestCheckMultiKueueJobIsJudgedWithoutLocalQuota(t *testing.T) {
 		{name: "over the local quota", file: samples + "aggregate-quota/samples/allowed-multikueue-over-local-quota.yaml",
 			wantOut: "TrainJob team-a/resnet: ALLOWED\nTrainJob team-a/bert: ALLOWED\n"},
 		{name: "outside the data residency zone", file: samples + "data-residency/samples/denied-multikueue-outside-zone.yaml",
-			wantExit: 1, wantOut: "TrainJob team-eu/resnet: DENIED\n  deny   data-residency: spec.runtimePatches: pods of worker may run outside data residency zone \"eu\""},
+			wantExit: 1, wantOut: "TrainJob team-eu/resnet: DENIED\n  deny   data-residency: spec.runtimeRef: pods of worker may run outside data residency zone \"eu\""},
 		{name: "over the duration ceiling", file: samples + "max-duration/samples/denied-multikueue-over-ceiling.yaml",
 			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED\n  deny   max-duration: spec.activeDeadlineSeconds: TrainJob may run for 200 hours"},
 		{name: "without managedBy, over the quota", file: "-", stdin: strings.Replace(string(allowed), managedBy, "", 1),

@@ -23,7 +23,7 @@ func TestPoliciesAddAPolicy(t *testing.T) {
 		t.Fatalf("exit = %d (%v), want 1\n%s", exitOf(err), err, out.String())
 	}
 	for _, want := range []string{
-		"deny   max-nodes: spec.trainer.numNodes: TrainJob asks for 20 nodes but at most 16 are allowed",
+		"deny   max-nodes: spec.trainer.numNodes: TrainJob asks for 20 hostfile nodes but at most 16 are allowed",
 		"patch  max-duration: spec.activeDeadlineSeconds = 86400",
 	} {
 		if !strings.Contains(out.String(), want) {

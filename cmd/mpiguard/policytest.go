@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -22,11 +24,29 @@ func newPolicyCommand() *cobra.Command {
 		Short: "Work with mpiguard's Rego policies",
 	}
 	cmd.AddCommand(newPolicyTestCommand())
+	for _, sub := range policySubcommands {
+		cmd.AddCommand(sub())
+	}
 	return cmd
 }
 
+// policySubcommands are the policy subcommands besides test, each added by
+// its file's init.
+var policySubcommands []func() *cobra.Command
+
+func registerPolicySubcommand(f func() *cobra.Command) {
+	policySubcommands = append(policySubcommands, f)
+}
+
+// policyTestOptions are the flags of policy test.
+type policyTestOptions struct {
+	verbose    bool
+	update     bool
+	parameters string
+}
+
 func newPolicyTestCommand() *cobra.Command {
-	var verbose bool
+	var o policyTestOptions
 	cmd := &cobra.Command{
 		Use:   "test [DIR]",
 		Short: "Run the policies' Rego unit tests and sample suites",
@@ -43,25 +63,44 @@ added, and DIR's tests can import data.mpiguard.lib):
      that only warns), and every folder needs both, so a policy that matches
      nothing fails.
 
-Exit status: 0 all pass, 1 any failure, 2 the policies cannot be loaded.`,
+Paths are printed as DIR/<policy>/samples/<file>, usable from where the
+command was typed. With --update, a sample whose only failure is its .want
+file (missing, or differing from what check prints now) gets the file
+written from the output; review the change (git diff) before committing it.
+--update needs DIR: the embedded policies are read-only.
+
+Exit status: 0 all pass (or every failure was a .want file --update wrote),
+1 any failure, 2 the policies cannot be loaded.`,
 		Example: `  mpiguard policy test
-  mpiguard policy test ./my-policies -v`,
+  mpiguard policy test ./my-policies -v
+  mpiguard policy test ./my-policies --update
+  mpiguard policy test ./my-policies --parameters prod-parameters.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := ""
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			return runPolicyTest(cmd.Context(), dir, verbose, cmd.OutOrStdout())
+			return runPolicyTestWith(cmd.Context(), dir, o, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests and samples too")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list passing tests and samples too")
+	cmd.Flags().BoolVar(&o.update, "update", false, "write the .want file of every sample that fails only on it (missing or differing) from what check prints now")
+	cmd.Flags().StringVar(&o.parameters, "parameters", "", parametersFlagUsage+"; the samples are judged with them")
 	return cmd
 }
 
 func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer) error {
+	return runPolicyTestWith(ctx, dir, policyTestOptions{verbose: verbose}, out)
+}
+
+func runPolicyTestWith(ctx context.Context, dir string, o policyTestOptions, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	verbose := o.verbose
+	if o.update && dir == "" {
+		return &exitError{2, errors.New("--update needs DIR, the policies folder whose .want files to write (the embedded policies are read-only): mpiguard policy test --update DIR")}
 	}
 	var fsys fs.FS = policies.FS
 	var base map[string]string // the embedded policies DIR does not replace
@@ -102,7 +141,7 @@ func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer)
 		}
 	}
 
-	ev, err := evaluatorFromFlags(ctx, dir, "", "mpiguard-policy-test")
+	ev, err := evaluatorFromFlags(ctx, dir, o.parameters, "mpiguard-policy-test")
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -111,15 +150,23 @@ func runPolicyTest(ctx context.Context, dir string, verbose bool, out io.Writer)
 		return &exitError{2, err}
 	}
 	for _, c := range cases {
+		// As typed: DIR/<policy>/samples/<file>, or the embedded tree's path.
+		file := filepath.Join(dir, filepath.FromSlash(c.File))
 		switch {
+		case o.update && c.OnlyWantDiffers():
+			want := filepath.Join(dir, filepath.FromSlash(c.WantFile))
+			if err := os.WriteFile(want, []byte(c.Got), 0o644); err != nil {
+				return &exitError{2, err}
+			}
+			fmt.Fprintf(out, "UPDATED %s\n", want)
 		case c.Failed():
 			failed++
-			fmt.Fprintf(out, "FAIL sample %s\n", c.File)
+			fmt.Fprintf(out, "FAIL sample %s\n", file)
 			for _, f := range c.Failures {
 				fmt.Fprintf(out, "  %s\n", f)
 			}
 		case verbose:
-			fmt.Fprintf(out, "PASS sample %s\n", c.File)
+			fmt.Fprintf(out, "PASS sample %s\n", file)
 		}
 	}
 	fmt.Fprintf(out, "%d Rego tests, %d samples, %d failed\n", len(tests), len(cases), failed)

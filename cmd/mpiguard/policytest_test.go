@@ -44,7 +44,7 @@ func TestPolicyTest(t *testing.T) {
 	}
 	for _, want := range []string{
 		"FAIL rego data.mpiguard.policies.slots_gpus_test.test_slots_differ_from_gpus_denied (slots-gpus/slots_gpus_test.rego:32): the test rule is false",
-		"FAIL sample slots-gpus/samples/denied-slots-exceed-gpus.yaml",
+		"FAIL sample " + filepath.Join(dir, "slots-gpus/samples/denied-slots-exceed-gpus.yaml"),
 		"no TrainJob is denied by policy slots-gpus",
 	} {
 		if !strings.Contains(out.String(), want) {

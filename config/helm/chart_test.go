@@ -64,7 +64,7 @@ func dropLabels(o *unstructured.Unstructured, names []string) {
 
 func renderChart(t *testing.T, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := framework.HelmTemplate(release, namespace, values)
+	objs, err := framework.HelmTemplate(release, namespace, framework.WithImage(values))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestChartLint(t *testing.T) {
 	}
 	for name, values := range cases {
 		t.Run(name, func(t *testing.T) {
-			linter := lint.All(dir, values, namespace, true)
+			linter := lint.All(dir, framework.WithImage(values), namespace, true)
 			for _, m := range linter.Messages {
 				if m.Severity > support.InfoSev {
 					t.Errorf("helm lint: %s", m)

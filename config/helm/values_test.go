@@ -147,6 +147,9 @@ func TestBadValuesAreRefused(t *testing.T) {
 	}{
 		// values.schema.json: a typo or a wrong value never falls back to a default.
 		{"unknown mode", "certificates: {mode: vault}", "at '/certificates/mode': value must be one of"},
+		// No image is published: the chart refuses to render without one.
+		{"no image", "replicas: 2", "image.repository is not set: no mpiguard image is published"},
+		{"no image tag", "image: {repository: registry.example.com/mpiguard}", "image.tag is not set"},
 		{"misspelt value", "replica: 3", "'replica' not allowed"},
 		{"misspelt nested value", "webhooks: {validatingTrainJob: {failurePolicy: Fail, timeout: 3, timeoutSeconds: 10}}", "'timeout' not allowed"},
 		{"failure policy", "webhooks: {validatingTrainJob: {failurePolicy: fail, timeoutSeconds: 10}}", "at '/webhooks/validatingTrainJob/failurePolicy'"},
@@ -160,6 +163,9 @@ func TestBadValuesAreRefused(t *testing.T) {
 			var values map[string]any
 			if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
 				t.Fatal(err)
+			}
+			if tc.name != "no image" && tc.name != "no image tag" {
+				values = framework.WithImage(values)
 			}
 			_, err := framework.HelmTemplate(release, namespace, values)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -39,6 +39,38 @@ type Result struct {
 	// and what it leaves closed; set for governed jobs when the Evaluator
 	// describes NetworkPolicies.
 	NetworkPolicy string `json:"networkPolicy,omitempty"`
+	// JudgedAs is the write the TrainJob was judged as: JudgedAsCreate, or
+	// JudgedAsResume for a suspended one (Request).
+	JudgedAs string `json:"judgedAs,omitempty"`
+	// Runtime is set, and TrainJob empty, for the result of a runtime
+	// template (ValidateRuntimes): `ClusterTrainingRuntime "name"` or
+	// `TrainingRuntime "namespace/name"`. Refusal is the runtime-template
+	// webhook's message when it would refuse the runtime.
+	Runtime string `json:"runtime,omitempty"`
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// The writes a TrainJob of the input is judged as (Result.JudgedAs).
+const (
+	JudgedAsCreate = "create"
+	JudgedAsResume = "resume"
+)
+
+// Request is the admission request a TrainJob of the input is judged as:
+// the write that decides whether it starts. A job that is not suspended is a
+// CREATE. With SuspendedAsResume, a suspended one, stored (kubectl get -o yaml) or about to be
+// submitted to a queue, starts nothing when it is created: every quota
+// policy defers to its resume (Kueue admits a job by flipping
+// spec.suspend), so it is judged as that resume, an UPDATE from the job
+// suspended to the job running, with every policy, as audit judges a
+// waiting job.
+func (ev *Evaluator) Request(tj *trainer.TrainJob) *pipeline.Request {
+	if !ev.SuspendedAsResume || !ptr.Deref(tj.Spec.Suspend, false) {
+		return &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
+	}
+	resumed, suspended := tj.DeepCopy(), tj.DeepCopy()
+	resumed.Spec.Suspend = ptr.To(false)
+	return &pipeline.Request{Operation: engine.Update, User: ev.User, TrainJob: resumed, OldTrainJob: suspended}
 }
 
 // Evaluator runs TrainJobs through the engine and renderer the webhooks use.
@@ -50,6 +82,10 @@ type Evaluator struct {
 	// NetworkPolicies, when set, are the per-job NetworkPolicy controller's
 	// options: each governed Result then says which template its job gets.
 	NetworkPolicies *networkpolicies.Options
+	// SuspendedAsResume judges a suspended TrainJob as its resume (Request),
+	// as `mpiguard check` does; false judges it as the CREATE it is, as the
+	// differential suite compares with the webhooks' answer to that create.
+	SuspendedAsResume bool
 }
 
 // pipeline is the admission pipeline the Evaluator judges with.
@@ -61,13 +97,14 @@ func (ev *Evaluator) pipeline() *pipeline.Pipeline {
 	return p
 }
 
-// Evaluate decides every TrainJob of the cluster as a CREATE, in document
-// order, through the admission pipeline the webhooks use (stage Admit: the
+// Evaluate decides every TrainJob of the cluster as a CREATE (a suspended
+// one as its resume, Request), in document order, through the admission pipeline the webhooks use (stage Admit: the
 // mutation is applied and the mutated job judged, as the apiserver runs the
 // two webhooks). TrainJobs created earlier count against quotas as they would
 // in a cluster before their pods exist: each one admission lets through that
 // starts pods (not suspended), MPI or not (a TrainJob mpiguard does not
-// govern still creates pods the quota will charge).
+// govern still creates pods the quota will charge); a suspended job judged
+// as its resume holds nothing, as it holds nothing until it is resumed.
 func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error) {
 	if err := applyDefaults(c); err != nil {
 		return nil, err
@@ -78,15 +115,16 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	results := make([]Result, 0, len(c.TrainJobs))
 	for _, s := range c.TrainJobs {
 		tj := s.TrainJob
-		req := &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
+		req := ev.Request(tj)
+		starts := req.OldTrainJob == nil && jobstate.StartsPods(req.OldTrainJob, req.TrainJob)
 		v, err := p.RunAgainst(ctx, reader, req, pipeline.Admit, reader.quotaState(tj.Namespace))
 		if err == nil && v.Governed && jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
 			// The validating webhook reads what earlier jobs hold before
 			// deciding; one it cannot render fails the decision.
 			err = reader.unrenderable[tj.Namespace]
 		}
-		res := resultOf(s, v, err)
-		if res.Error == "" && res.Allowed && jobstate.StartsPods(req.OldTrainJob, req.TrainJob) {
+		res := resultOf(s, req, v, err)
+		if res.Error == "" && res.Allowed && starts {
 			reader.hold(ctx, p, tj, v)
 		}
 		results = append(results, res)
@@ -94,10 +132,14 @@ func (ev *Evaluator) Evaluate(ctx context.Context, c *Cluster) ([]Result, error)
 	return results, nil
 }
 
-// resultOf is what the pipeline made of job s: its evaluation v, or err.
-func resultOf(s SourcedTrainJob, v *pipeline.Evaluation, err error) Result {
+// resultOf is what the pipeline made of job s judged as req: its
+// evaluation v, or err.
+func resultOf(s SourcedTrainJob, req *pipeline.Request, v *pipeline.Evaluation, err error) Result {
 	tj := s.TrainJob
-	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}}
+	res := Result{TrainJob: tj.Namespace + "/" + tj.Name, Source: s.Source, Violations: []engine.Violation{}, JudgedAs: JudgedAsCreate}
+	if req.OldTrainJob != nil {
+		res.JudgedAs = JudgedAsResume
+	}
 	switch {
 	case err != nil:
 		res.Error = err.Error()

@@ -34,6 +34,13 @@ func (r *Result) Outcome() string {
 func WriteText(w io.Writer, results []Result, showPatches bool) error {
 	var b strings.Builder
 	for _, r := range results {
+		if r.Runtime != "" {
+			fmt.Fprintf(&b, "%s: %s\n", r.Runtime, r.Outcome())
+			for _, v := range r.Violations {
+				fmt.Fprintf(&b, "  %-6s %s: %s: %s\n", v.Action, v.Policy, v.Field, v.Message)
+			}
+			continue
+		}
 		switch {
 		case r.Error != "":
 			fmt.Fprintf(&b, "TrainJob %s: %s: %s\n", r.TrainJob, Error, r.Error)
@@ -42,7 +49,7 @@ func WriteText(w io.Writer, results []Result, showPatches bool) error {
 			fmt.Fprintf(&b, "TrainJob %s: %s (not governed: not an MPI TrainJob, or its namespace is exempt)\n", r.TrainJob, Allowed)
 			continue
 		}
-		fmt.Fprintf(&b, "TrainJob %s: %s\n", r.TrainJob, r.Outcome())
+		fmt.Fprintf(&b, "TrainJob %s: %s%s\n", r.TrainJob, r.Outcome(), judgedAsNote(r.JudgedAs))
 		for _, v := range r.Violations {
 			fmt.Fprintf(&b, "  %-6s %s: %s: %s\n", v.Action, v.Policy, v.Field, v.Message)
 		}
@@ -84,6 +91,14 @@ func WriteJSON(w io.Writer, results []Result) error {
 		return err
 	}
 	return out.Flush()
+}
+
+// judgedAsNote says, after a job's outcome, that it was judged as its resume.
+func judgedAsNote(judgedAs string) string {
+	if judgedAs != JudgedAsResume {
+		return ""
+	}
+	return " (judged as its resume: the job is suspended, and resuming it, as Kueue does to admit it, is the write that starts its pods and that the quota policies judge)"
 }
 
 func describeChange(c engine.Change) string {

@@ -5,7 +5,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/render"
@@ -18,7 +17,8 @@ import (
 // (audit.Auditor.QuotaState).
 type ClusterFor func(ctx context.Context, ns string) (pipeline.Cluster, *input.QuotaState, error)
 
-// EvaluateLive decides each TrainJob as a CREATE in the live cluster
+// EvaluateLive decides each TrainJob as a CREATE (a suspended one, as a
+// stored Kueue job is, as its resume: Request) in the live cluster
 // clusterFor reads, through the admission pipeline (stage Admit), as the
 // apiserver would run the two webhooks if it were submitted now. Each job is
 // judged on its own: unlike Evaluate, jobs earlier in the input do not count
@@ -53,10 +53,11 @@ func (ev *Evaluator) EvaluateLive(ctx context.Context, jobs []SourcedTrainJob, c
 			}
 		}
 		var v *pipeline.Evaluation
+		req := ev.Request(s.TrainJob)
 		if err == nil {
-			v, err = p.RunAgainst(ctx, c.cluster, &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: s.TrainJob}, pipeline.Admit, c.state)
+			v, err = p.RunAgainst(ctx, c.cluster, req, pipeline.Admit, c.state)
 		}
-		results = append(results, resultOf(s, v, err))
+		results = append(results, resultOf(s, req, v, err))
 	}
 	return results, nil
 }

@@ -30,6 +30,9 @@ type SampleCase struct {
 	File, WantFile string
 	Got, Want      string
 	Failures       []string
+	// MissingWant and WantDiffers say the .want file is missing or differs
+	// from Got.
+	MissingWant, WantDiffers bool
 }
 
 // Failed says whether the case failed.
@@ -129,11 +132,19 @@ func runSample(ctx context.Context, fsys fs.FS, ev *Evaluator, policy, file stri
 		c.Failures = append(c.Failures, "sample has no TrainJob")
 		return c
 	}
-	results, err := ev.Evaluate(ctx, cluster)
+	// As `mpiguard check` judges the file: a runtime the runtime-template
+	// webhook would refuse first.
+	results, err := RuntimeResults(cluster)
 	if err != nil {
 		c.Failures = append(c.Failures, err.Error())
 		return c
 	}
+	jobs, err := ev.Evaluate(ctx, cluster)
+	if err != nil {
+		c.Failures = append(c.Failures, err.Error())
+		return c
+	}
+	results = append(results, jobs...)
 	var out bytes.Buffer
 	_ = WriteText(&out, results, true)
 	c.Got = out.String()
@@ -161,14 +172,25 @@ func runSample(ctx context.Context, fsys fs.FS, ev *Evaluator, policy, file stri
 
 	want, err := fs.ReadFile(fsys, c.WantFile)
 	if err != nil {
-		c.Failures = append(c.Failures, fmt.Sprintf("no expected output %s (write it from `mpiguard check --show-patches -f %s`)", c.WantFile, file))
+		c.Failures = append(c.Failures, fmt.Sprintf("no expected output %s (write it with `mpiguard policy test --update DIR`, DIR the policies folder)", path.Base(c.WantFile)))
+		c.MissingWant = true
 		return c
 	}
 	c.Want = string(want)
-	if diff := cmp.Diff(c.Want, c.Got); diff != "" {
-		c.Failures = append(c.Failures, fmt.Sprintf("output differs from %s (-want +got):\n%s", c.WantFile, diff))
+	if diff := cmp.Diff(lines(c.Want), lines(c.Got)); diff != "" {
+		c.Failures = append(c.Failures, fmt.Sprintf("output differs from %s, line by line (-want +got):\n%s", path.Base(c.WantFile), diff))
+		c.WantDiffers = true
 	}
 	return c
+}
+
+// lines splits output into its lines, for a diff that shows whole lines.
+func lines(s string) []string { return strings.Split(s, "\n") }
+
+// OnlyWantDiffers says whether the case failed for its .want file alone
+// (missing or different): `policy test --update` rewrites that file.
+func (c *SampleCase) OnlyWantDiffers() bool {
+	return (c.MissingWant || c.WantDiffers) && len(c.Failures) == 1
 }
 
 func deniedBy(results []Result, policy string) bool {

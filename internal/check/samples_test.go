@@ -125,7 +125,7 @@ func TestChangedOutputFailsAgainstWant(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := failuresOf(cases, "aggregate-quota/samples/denied-gpus-over-quota.yaml")
-	if !containsFailure(f, "output differs from aggregate-quota/samples/denied-gpus-over-quota.want") {
+	if !containsFailure(f, "output differs from denied-gpus-over-quota.want, line by line") {
 		t.Errorf("failures %q do not report the changed message", f)
 	}
 }

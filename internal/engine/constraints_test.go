@@ -67,7 +67,7 @@ func TestRuntimeConstraintsPolicyAgreesWithCheck(t *testing.T) {
 				want["spec.runtimeRef.name"] += len(parseErrs)
 			}
 			for _, e := range c.Check(constraints.Job{
-				Namespace: tc.ns, RuntimeName: "rt", Workers: tc.workers, GPUsPerWorker: tc.gpus,
+				Namespace: tc.ns, RuntimeName: "rt", NumNodes: tc.workers, GPUsPerWorker: tc.gpus,
 				PodNodeLabels: map[string]map[string]string{"launcher": tc.launcher, "worker": tc.worker},
 			}) {
 				want[e.Field]++

@@ -215,7 +215,10 @@ func TestApplyLeavesAForeignEntryAlone(t *testing.T) {
 // judge what was asked for as well as the effective pods, so such a job is
 // denied, with the reason and the fix, though its pods would run opted out.
 func TestOptInMaskedByMpiguardsLabelIsDenied(t *testing.T) {
-	const msg = `istio-opt-out spec.runtimePatches: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template, or ask an admin to exempt the namespace`
+	// A runtime patch of the TrainJob's own is the user's to fix; the
+	// runtime's template is a cluster admin's, and the denial names it.
+	const byPatchMsg = `istio-opt-out spec.runtimePatches: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it); or ask an admin to exempt the namespace`
+	const byRuntimeMsg = `istio-opt-out spec.runtimeRef: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; this comes from ClusterTrainingRuntime "mesh" (the TrainJob has no runtime patches of its own): ask a cluster admin to remove sidecar.istio.io/inject from the pod template there, or override it for this TrainJob with spec.runtimePatches; or ask an admin to exempt the namespace`
 	f := newAdmissionFlow(t, fixtures.MPIRuntime("openmpi"))
 	g := newAdmissionFlow(t, fixtures.MPIRuntime("mesh"))
 	g.runtime.Spec.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.Labels = map[string]string{"sidecar.istio.io/inject": "true"}
@@ -235,8 +238,8 @@ func TestOptInMaskedByMpiguardsLabelIsDenied(t *testing.T) {
 		d    *Decision
 		want []string
 	}{
-		{"a runtime patch opts the Workers in", byPatch, []string{msg}},
-		{"the runtime's template opts the Workers in", byRuntime, []string{msg}},
+		{"a runtime patch opts the Workers in", byPatch, []string{byPatchMsg}},
+		{"the runtime's template opts the Workers in", byRuntime, []string{byRuntimeMsg}},
 		{"exempt namespace", exempt, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -193,16 +193,56 @@ per_worker_label(res) := sprintf("%s per worker", [res]) if {
 }
 
 # A quota on a resource makes the apiserver reject pods with a container that
-# does not declare it; the job would be admitted and then hang.
-deny contains lib.violation("spec.trainer.resourcesPerNode", msg_quota_undeclared(quota.name, res, demand, part)) if {
+# does not declare it; the job would be admitted and then hang. One denial per
+# quota, every resource and replicated job it leaves undeclared in it: the fix
+# is one change (spec.trainer.resourcesPerNode for the Workers' training
+# container), not one per resource and pod.
+deny contains lib.violation(undeclared_field(parts), msg_quota_undeclared(quota.name, names, parts)) if {
 	checked
 	some quota in input.quotas
-	some res, demand in quota.demand
-	some part in demand.parts
-	part.undeclared
+	names := sort([name | some name, demand in quota.demand; demand.undeclared])
+	count(names) > 0
+	parts := {part | some demand in quota.demand; some part in demand.parts; part.undeclared}
 }
 
-msg_quota_undeclared(quota, res, demand, part) := sprintf(
-	"ResourceQuota %q limits %s, so every container must declare a %s %s, but the %s pods have a container without one; set resources.%s.%s on every container of replicated job %q, or ask an admin to add a LimitRange default",
-	[quota, res, demand.resource, trim_suffix(demand.kind, "s"), lib.role_label(part), demand.kind, demand.resource, part.name],
+# The training container of every hostfile node takes
+# spec.trainer.resourcesPerNode: the Workers', and the Launcher's when it runs
+# as a node. It is the fix when such pods leave something undeclared; other
+# pods' containers come from the runtime.
+undeclared_field(parts) := "spec.trainer.resourcesPerNode" if {
+	some part in parts
+	node_part(part)
+} else := lib.pods_field
+
+node_part(part) if part.role == "worker"
+
+node_part(part) if {
+	part.role == "launcher"
+	input.job.runLauncherAsNode == true
+}
+
+# node_containers names the containers resourcesPerNode reaches.
+node_containers := "the training container of every Worker and of the Launcher, which runs as a node" if {
+	input.job.runLauncherAsNode == true
+} else := "the training container of every Worker"
+
+msg_quota_undeclared(quota, names, parts) := sprintf(
+	"ResourceQuota %q limits %s, so the apiserver refuses a pod with a container that does not declare each, and the %s pods have such a container; %s",
+	[quota, concat(", ", names), concat(" and ", sort({lib.role_label(p) | some p in parts})), undeclared_fix(names, parts)],
 )
+
+undeclared_fix(names, parts) := sprintf(
+	"set %s in spec.trainer.resourcesPerNode (%s)%s, or ask an admin to add a LimitRange default",
+	[concat(", ", names), node_containers, others_undeclared(parts)],
+) if {
+	undeclared_field(parts) == "spec.trainer.resourcesPerNode"
+} else := sprintf("%s, or ask an admin to add a LimitRange default", [lib.pods_fix(sprintf("set %s on every container", [concat(", ", names)]))])
+
+# others_undeclared covers the pods resourcesPerNode does not reach.
+others_undeclared(parts) := sprintf(
+	"; for the %s pods, %s",
+	[concat(" and ", sort(others)), lib.pods_fix("declare them on every container")],
+) if {
+	others := {lib.role_label(p) | some p in parts; not node_part(p)}
+	count(others) > 0
+} else := ""

@@ -147,10 +147,41 @@ test_other_replicated_jobs_in_breakdown if {
 test_undeclared_request_denied if {
 	d := demand("requests", "cpu", [object.union(part("launcher", "launcher", 1, 0), {"undeclared": true})])
 	quota := {"name": "team-a", "hard": {"requests.cpu": qty(100)}, "used": {}, "reserved": {}, "demand": {"requests.cpu": limited(d, 100000, 0)}}
-	got := aggregate_quota.deny with input as create_input([quota])
+	got := aggregate_quota.deny with input as object.union(create_input([quota]), {"runtime": {"kind": "ClusterTrainingRuntime", "name": "openmpi"}})
+	got == {{
+		"field": "spec.runtimeRef",
+		"msg": `ResourceQuota "team-a" limits requests.cpu, so the apiserver refuses a pod with a container that does not declare each, and the launcher pods have such a container; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to set requests.cpu on every container there, or override it for this TrainJob with spec.runtimePatches, or ask an admin to add a LimitRange default`,
+	}}
+}
+
+# A quota on cpu and memory that the Launcher and the Workers leave
+# undeclared (the Trainer's examples set no resources): one denial, which
+# leads with spec.trainer.resourcesPerNode, not one per resource and pod.
+test_undeclared_requests_collapse_to_one_line if {
+	launcher_part := object.union(part("launcher", "launcher", 1, 0), {"undeclared": true})
+	worker_part := object.union(part("node", "worker", 2, 0), {"undeclared": true})
+	cpu := limited(demand("requests", "cpu", [launcher_part, worker_part]), 100000, 0)
+	memory := limited(demand("requests", "memory", [launcher_part, worker_part]), 100000, 0)
+	quota := {"name": "team-a", "hard": {}, "used": {}, "reserved": {}, "demand": {"requests.cpu": cpu, "requests.memory": memory}}
+	got := aggregate_quota.deny with input as object.union(create_input([quota]), {"runtime": {"kind": "ClusterTrainingRuntime", "name": "openmpi"}})
 	got == {{
 		"field": "spec.trainer.resourcesPerNode",
-		"msg": `ResourceQuota "team-a" limits requests.cpu, so every container must declare a cpu request, but the launcher pods have a container without one; set resources.requests.cpu on every container of replicated job "launcher", or ask an admin to add a LimitRange default`,
+		"msg": `ResourceQuota "team-a" limits requests.cpu, requests.memory, so the apiserver refuses a pod with a container that does not declare each, and the launcher and worker pods have such a container; set requests.cpu, requests.memory in spec.trainer.resourcesPerNode (the training container of every Worker); for the launcher pods, this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to declare them on every container there, or override it for this TrainJob with spec.runtimePatches, or ask an admin to add a LimitRange default`,
+	}}
+}
+
+# With runLauncherAsNode the Launcher takes resourcesPerNode too: the fix is
+# that field alone, for both.
+test_undeclared_launcher_as_node_fixed_by_resources_per_node if {
+	launcher_part := object.union(part("launcher", "launcher", 1, 0), {"undeclared": true})
+	worker_part := object.union(part("node", "worker", 3, 0), {"undeclared": true})
+	cpu := limited(demand("requests", "cpu", [launcher_part, worker_part]), 100000, 0)
+	quota := {"name": "team-a", "hard": {}, "used": {}, "reserved": {}, "demand": {"requests.cpu": cpu}}
+	inp := object.union(create_input([quota]), {"job": {"runLauncherAsNode": true}, "runtime": {"kind": "ClusterTrainingRuntime", "name": "mpiguard-openmpi"}})
+	got := aggregate_quota.deny with input as inp
+	got == {{
+		"field": "spec.trainer.resourcesPerNode",
+		"msg": `ResourceQuota "team-a" limits requests.cpu, so the apiserver refuses a pod with a container that does not declare each, and the launcher and worker pods have such a container; set requests.cpu in spec.trainer.resourcesPerNode (the training container of every Worker and of the Launcher, which runs as a node), or ask an admin to add a LimitRange default`,
 	}}
 }
 

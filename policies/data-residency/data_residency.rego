@@ -33,7 +33,7 @@ msg_unknown_zone := sprintf(
 	[input.namespace.name, params.namespaceLabel, zone, zone],
 )
 
-deny contains lib.violation("spec.runtimePatches", msg_not_restricted(rj, why)) if {
+deny contains lib.violation(lib.pods_field, msg_not_restricted(rj, why)) if {
 	lib.mpi_job
 	count(allowed) > 0
 	some rj in input.job.replicatedJobs
@@ -41,8 +41,8 @@ deny contains lib.violation("spec.runtimePatches", msg_not_restricted(rj, why)) 
 }
 
 msg_not_restricted(rj, why) := sprintf(
-	"pods of %s may run outside data residency zone %q: %s; restrict them to %s in {%s} (remove selectors and required affinity for other values)",
-	[lib.role_label(rj), zone, why, node_label, concat(", ", allowed)],
+	"pods of %s may run outside data residency zone %q: %s; %s",
+	[lib.role_label(rj), zone, why, lib.pods_fix(sprintf("restrict them to %s in {%s} (remove selectors and required affinity for other values)", [node_label, concat(", ", allowed)]))],
 )
 
 # problems lists why pods with this node selector and these required node

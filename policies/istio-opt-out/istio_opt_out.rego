@@ -25,7 +25,7 @@ mutate contains {"target": "podTemplate", "replicatedJob": rj.name, "field": "me
 
 # An opt-in the pods get, or one asked for that mpiguard's own label would
 # override: one denial either way.
-deny contains lib.violation("spec.runtimePatches", msg_istio_opt_in(rj, where, key, value)) if {
+deny contains lib.violation(lib.pods_field, msg_istio_opt_in(rj, where, key, value)) if {
 	lib.mpi_job
 	some rj in input.job.replicatedJobs
 	some where in ["labels", "annotations"]
@@ -35,6 +35,6 @@ deny contains lib.violation("spec.runtimePatches", msg_istio_opt_in(rj, where, k
 }
 
 msg_istio_opt_in(rj, where, key, value) := sprintf(
-	"pods of %s opt in to the Istio mesh (%s %s=%q); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove %s from the pod template, or ask an admin to exempt the namespace",
-	[lib.role_label(rj), where, key, value, key],
+	"pods of %s opt in to the Istio mesh (%s %s=%q); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; %s; or ask an admin to exempt the namespace",
+	[lib.role_label(rj), where, key, value, lib.pods_fix(sprintf("remove %s from the pod template", [key]))],
 )

@@ -19,9 +19,14 @@ job_input(op, pods) := {
 	"request": {"operation": op},
 	"parameters": {"istio-opt-out": params},
 	"namespace": {"name": "team-a"},
-	"trainJob": {"name": "train", "namespace": "team-a"},
+	"trainJob": {"name": "train", "namespace": "team-a", "runtimePatchManagers": ["mpiguard.io/admission"]},
+	"runtime": {"kind": "ClusterTrainingRuntime", "name": "openmpi"},
 	"job": {"mpi": true, "replicatedJobs": pods},
 }
+
+# The runtime's template opts in, the TrainJob has no patches of its own:
+# the denial names the runtime and says a cluster admin fixes it.
+runtime_msg(where) := sprintf(`pods of worker opt in to the Istio mesh (%s sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to remove sidecar.istio.io/inject from the pod template there, or override it for this TrainJob with spec.runtimePatches; or ask an admin to exempt the namespace`, [where])
 
 test_labels_every_pod_template if {
 	inp := job_input("CREATE", [{"name": "launcher", "role": "launcher"}, {"name": "node", "role": "worker"}])
@@ -41,9 +46,19 @@ test_opted_out_allowed if {
 test_sidecar_annotation_opt_in_denied if {
 	inp := job_input("CREATE", [{"name": "node", "role": "worker", "annotations": {"sidecar.istio.io/inject": "true"}}])
 	got := istio_opt_out.deny with input as inp
+	got == {{"field": "spec.runtimeRef", "msg": runtime_msg("annotations")}}
+}
+
+# A TrainJob with runtime patches of its own is told to fix them.
+test_opt_in_with_own_patches_names_them if {
+	inp := object.union(
+		job_input("CREATE", [{"name": "node", "role": "worker", "labels": {"sidecar.istio.io/inject": "true"}}]),
+		{"trainJob": {"runtimePatchManagers": ["mpiguard.io/admission", "team-a/pipeline"]}},
+	)
+	got := istio_opt_out.deny with input as inp
 	got == {{
 		"field": "spec.runtimePatches",
-		"msg": `pods of worker opt in to the Istio mesh (annotations sidecar.istio.io/inject="true"); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template, or ask an admin to exempt the namespace`,
+		"msg": `pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it); or ask an admin to exempt the namespace`,
 	}}
 }
 
@@ -66,10 +81,7 @@ test_opt_in_overridden_by_mpiguard_denied if {
 		"requested": {"labels": {"sidecar.istio.io/inject": "true"}, "annotations": {}},
 	}])
 	got := istio_opt_out.deny with input as inp
-	got == {{
-		"field": "spec.runtimePatches",
-		"msg": `pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between launcher and workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template, or ask an admin to exempt the namespace`,
-	}}
+	got == {{"field": "spec.runtimeRef", "msg": runtime_msg("labels")}}
 }
 
 test_opt_in_reaching_the_pods_denied_once if {

@@ -21,3 +21,30 @@ role_label(rj) := "launcher" if rj.role == "launcher"
 role_label(rj) := "worker" if rj.role == "worker"
 
 role_label(rj) := sprintf("replicated job %q", [rj.name]) if rj.role == "other"
+
+# runtime_named names the job's runtime in messages: `ClusterTrainingRuntime
+# "mpiguard-openmpi"`.
+runtime_named := sprintf("%s %q", [object.get(input, ["runtime", "kind"], "runtime"), object.get(input, ["runtime", "name"], "")])
+
+# own_patches says the TrainJob carries runtime patches of its own (an entry
+# of spec.runtimePatches under a manager other than mpiguard's). Without
+# them, the pod templates are the runtime's (and mpiguard's entry): a problem
+# in them is the runtime's, which a cluster admin fixes, not the TrainJob's.
+own_patches if {
+	some manager in input.trainJob.runtimePatchManagers
+	manager != "mpiguard.io/admission"
+}
+
+# pods_field is the field a problem of the pod templates is fixed in: the
+# TrainJob's spec.runtimePatches when it has patches of its own, else its
+# runtime, which spec.runtimeRef names.
+pods_field := "spec.runtimePatches" if own_patches
+
+pods_field := "spec.runtimeRef" if not own_patches
+
+# pods_fix says who makes a change (a verb phrase: "remove label x") to the
+# pod templates, and where: the TrainJob's user in spec.runtimePatches, or a
+# cluster admin in the runtime when the templates are the runtime's alone.
+pods_fix(change) := sprintf("%s in spec.runtimePatches (or ask a cluster admin to, in %s, if its template sets it)", [change, runtime_named]) if own_patches
+
+pods_fix(change) := sprintf("this comes from %s (the TrainJob has no runtime patches of its own): ask a cluster admin to %s there, or override it for this TrainJob with spec.runtimePatches", [runtime_named, change]) if not own_patches

@@ -24,8 +24,8 @@ deny contains lib.violation(field, msg_enforced(field, ps.enforce)) if {
 }
 
 msg_enforced(field, mode) := sprintf(
-	"pods of %s would violate PodSecurity %q, which namespace %s enforces (label pod-security.kubernetes.io/enforce): %s; the apiserver would refuse to create them, so the TrainJob would be admitted but never start; %s",
-	[who(field, mode), mode.policy, namespace, reasons(field, mode), how_to_fix(field, mode)],
+	"pods of %s would violate PodSecurity %q, which namespace %s enforces (label pod-security.kubernetes.io/enforce): the apiserver would refuse them, and the TrainJob would never start; %s; failed checks: %s",
+	[who(field, mode), mode.policy, namespace, how_to_fix(field, mode), reasons(field, mode)],
 )
 
 # The apiserver adds no warnings to a pod it refuses: neither does this.
@@ -36,8 +36,8 @@ warn contains lib.violation(field, msg_warned(field, ps.warn)) if {
 }
 
 msg_warned(field, mode) := sprintf(
-	"pods of %s would violate PodSecurity %q, which namespace %s warns about (label pod-security.kubernetes.io/warn): %s; they are still created here, but a namespace that enforces this level would refuse them; %s",
-	[who(field, mode), mode.policy, namespace, reasons(field, mode), how_to_fix(field, mode)],
+	"pods of %s would violate PodSecurity %q, which namespace %s warns about (label pod-security.kubernetes.io/warn): created here, refused where the level is enforced; %s; failed checks: %s",
+	[who(field, mode), mode.policy, namespace, how_to_fix(field, mode), reasons(field, mode)],
 )
 
 # An audit level equal to the warn level would repeat the same warning.
@@ -49,8 +49,8 @@ warn contains lib.violation(field, msg_audited(field, ps.audit)) if {
 }
 
 msg_audited(field, mode) := sprintf(
-	"pods of %s would violate PodSecurity %q, which namespace %s audits (label pod-security.kubernetes.io/audit): %s; they are still created, and the apiserver records the violation in its audit log; %s",
-	[who(field, mode), mode.policy, namespace, reasons(field, mode), how_to_fix(field, mode)],
+	"pods of %s would violate PodSecurity %q, which namespace %s audits (label pod-security.kubernetes.io/audit): created, and recorded in the apiserver's audit log; %s; failed checks: %s",
+	[who(field, mode), mode.policy, namespace, how_to_fix(field, mode), reasons(field, mode)],
 )
 
 warn contains lib.violation("metadata.namespace", msg_malformed_label(err)) if {
@@ -79,17 +79,17 @@ who(field, mode) := sprintf("the %s (replicated job %q)", [role_name[v.role], v.
 
 role_name := {"launcher": "launcher", "worker": "Workers"}
 
-# reasons joins the failed checks of one pod spec as the apiserver does:
-# "reason (detail), reason (detail)".
-reasons(field, mode) := concat(", ", [reason(v) | some v in mode.violations; v.field == field])
+# reasons names the failed checks of one pod spec as the apiserver does
+# ("allowPrivilegeEscalation != false, seccompProfile"), without the
+# apiserver's per-container detail, which the fixes say for every container:
+# a message must fit the 1 KB an Event keeps, fix first.
+reasons(field, mode) := concat(", ", {v.reason | some v in mode.violations; v.field == field})
 
-reason(v) := sprintf("%s (%s)", [v.reason, v.detail]) if v.detail != ""
-
-reason(v) := v.reason if v.detail == ""
-
+# how_to_fix says what to set and where: the pods come from the runtime, which
+# a cluster admin fixes, unless the TrainJob overrides them.
 how_to_fix(field, mode) := sprintf(
-	"%s, with spec.runtimePatches (the pod's or the container's securityContext) or in runtime %s, or use a runtime whose pods meet it (every curated mpiguard runtime meets \"restricted\")",
-	[concat("; ", fixes(field, mode)), input.runtime.name],
+	"%s; in %s (a cluster admin's fix; curated runtimes meet \"restricted\") or with spec.runtimePatches",
+	[concat("; ", fixes(field, mode)), lib.runtime_named],
 )
 
 # fixes: what to change, in the order of the checks, each once.

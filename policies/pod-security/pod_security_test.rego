@@ -30,7 +30,7 @@ job_input(enforce, warn_mode, audit, errors) := {
 	"request": {"operation": "CREATE"},
 	"trainJob": {"name": "train", "namespace": "team-a"},
 	"namespace": {"name": "team-a"},
-	"runtime": {"name": "openmpi-plain"},
+	"runtime": {"kind": "ClusterTrainingRuntime", "name": "openmpi-plain"},
 	"job": {"mpi": true, "podSecurity": {"enforce": enforce, "warn": warn_mode, "audit": audit, "errors": errors}},
 }
 
@@ -46,11 +46,11 @@ test_enforced_violations_denied_one_line_per_pod if {
 	got == {
 		{
 			"field": worker_field,
-			"msg": `pods of the Workers (replicated job "node") would violate PodSecurity "restricted:latest", which namespace team-a enforces (label pod-security.kubernetes.io/enforce): allowPrivilegeEscalation != false (container "node" must set securityContext.allowPrivilegeEscalation=false), seccompProfile (pod or container "node" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"); the apiserver would refuse to create them, so the TrainJob would be admitted but never start; set securityContext.allowPrivilegeEscalation: false on every container; set securityContext.seccompProfile.type: RuntimeDefault on the pod, with spec.runtimePatches (the pod's or the container's securityContext) or in runtime openmpi-plain, or use a runtime whose pods meet it (every curated mpiguard runtime meets "restricted")`,
+			"msg": `pods of the Workers (replicated job "node") would violate PodSecurity "restricted:latest", which namespace team-a enforces (label pod-security.kubernetes.io/enforce): the apiserver would refuse them, and the TrainJob would never start; set securityContext.allowPrivilegeEscalation: false on every container; set securityContext.seccompProfile.type: RuntimeDefault on the pod; in ClusterTrainingRuntime "openmpi-plain" (a cluster admin's fix; curated runtimes meet "restricted") or with spec.runtimePatches; failed checks: allowPrivilegeEscalation != false, seccompProfile`,
 		},
 		{
 			"field": launcher_field,
-			"msg": `pods of the launcher (replicated job "launcher") would violate PodSecurity "restricted:latest", which namespace team-a enforces (label pod-security.kubernetes.io/enforce): allowPrivilegeEscalation != false (container "node" must set securityContext.allowPrivilegeEscalation=false); the apiserver would refuse to create them, so the TrainJob would be admitted but never start; set securityContext.allowPrivilegeEscalation: false on every container, with spec.runtimePatches (the pod's or the container's securityContext) or in runtime openmpi-plain, or use a runtime whose pods meet it (every curated mpiguard runtime meets "restricted")`,
+			"msg": `pods of the launcher (replicated job "launcher") would violate PodSecurity "restricted:latest", which namespace team-a enforces (label pod-security.kubernetes.io/enforce): the apiserver would refuse them, and the TrainJob would never start; set securityContext.allowPrivilegeEscalation: false on every container; in ClusterTrainingRuntime "openmpi-plain" (a cluster admin's fix; curated runtimes meet "restricted") or with spec.runtimePatches; failed checks: allowPrivilegeEscalation != false`,
 		},
 	}
 
@@ -64,7 +64,7 @@ test_warn_level_warns if {
 	got := pod_security.warn with input as doc
 	got == {{
 		"field": worker_field,
-		"msg": `pods of the Workers (replicated job "node") would violate PodSecurity "restricted:v1.30", which namespace team-a warns about (label pod-security.kubernetes.io/warn): seccompProfile (pod or container "node" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"); they are still created here, but a namespace that enforces this level would refuse them; set securityContext.seccompProfile.type: RuntimeDefault on the pod, with spec.runtimePatches (the pod's or the container's securityContext) or in runtime openmpi-plain, or use a runtime whose pods meet it (every curated mpiguard runtime meets "restricted")`,
+		"msg": `pods of the Workers (replicated job "node") would violate PodSecurity "restricted:v1.30", which namespace team-a warns about (label pod-security.kubernetes.io/warn): created here, refused where the level is enforced; set securityContext.seccompProfile.type: RuntimeDefault on the pod; in ClusterTrainingRuntime "openmpi-plain" (a cluster admin's fix; curated runtimes meet "restricted") or with spec.runtimePatches; failed checks: seccompProfile`,
 	}}
 }
 
@@ -75,7 +75,7 @@ test_audit_level_warns_once if {
 	count(got) == 1
 	some w in got
 	contains(w.msg, "which namespace team-a audits (label pod-security.kubernetes.io/audit)")
-	contains(w.msg, "the apiserver records the violation in its audit log")
+	contains(w.msg, "recorded in the apiserver's audit log")
 
 	# audit at the warn level: one warning, not two.
 	same := job_input(privileged, mode("restricted:latest", [seccomp]), mode("restricted:latest", [seccomp]), [])
@@ -86,7 +86,8 @@ test_unknown_reason_points_to_the_standards if {
 	odd := object.union(seccomp, {"reason": "something new", "detail": "", "fix": ""})
 	doc := job_input(mode("restricted:latest", [odd]), privileged, privileged, [])
 	some d in pod_security.deny with input as doc
-	contains(d.msg, `namespace team-a enforces (label pod-security.kubernetes.io/enforce): something new; the apiserver`)
+	contains(d.msg, `namespace team-a enforces (label pod-security.kubernetes.io/enforce): the apiserver`)
+	endswith(d.msg, "failed checks: something new")
 	contains(d.msg, "change the pod template to meet the level (https://kubernetes.io/docs/concepts/security/pod-security-standards/)")
 }
 

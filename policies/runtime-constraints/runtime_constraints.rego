@@ -1,6 +1,6 @@
 # runtime-constraints: a TrainJob is held to the limits a cluster admin states
 # on its runtime with annotations (docs/runtimes.md, runtimes/constraints): at
-# most mpiguard.io/max-workers Workers, at most mpiguard.io/max-gpus-per-worker
+# most mpiguard.io/max-nodes hostfile nodes, at most mpiguard.io/max-gpus-per-worker
 # GPUs per Worker, launcher and Worker pods pinned to the nodes labelled
 # mpiguard.io/required-node-labels, and only from the namespaces of
 # mpiguard.io/allowed-namespaces. Go parses the annotations once
@@ -35,12 +35,12 @@ msg_namespace_not_allowed := sprintf(
 
 deny contains lib.violation("spec.trainer.numNodes", msg_too_many_workers) if {
 	lib.mpi_job
-	input.job.numNodes > input.runtime.constraints.maxWorkers
+	input.job.numNodes > input.runtime.constraints.maxNodes
 }
 
 msg_too_many_workers := sprintf(
-	"TrainJob asks for %d nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to %d or less",
-	[input.job.numNodes, runtime, input.runtime.constraints.maxWorkers, input.runtime.constraints.maxWorkers],
+	"TrainJob asks for %d hostfile nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (mpiguard.io/max-nodes); lower spec.trainer.numNodes to %d or less",
+	[input.job.numNodes, runtime, input.runtime.constraints.maxNodes, input.runtime.constraints.maxNodes],
 )
 
 deny contains lib.violation("spec.trainer.resourcesPerNode", msg_too_many_gpus) if {

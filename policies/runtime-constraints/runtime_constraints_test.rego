@@ -31,19 +31,19 @@ test_unconstrained_runtime_allows if {
 }
 
 test_within_every_limit_allows if {
-	c := {"maxWorkers": 3, "maxGPUsPerWorker": 4, "requiredNodeLabels": {"pool": "gpu"}, "allowedNamespaces": ["team-b", "team-*"]}
+	c := {"maxNodes": 3, "maxGPUsPerWorker": 4, "requiredNodeLabels": {"pool": "gpu"}, "allowedNamespaces": ["team-b", "team-*"]}
 	count(deny_of(job_input("team-a", c, {"replicatedJobs": [launcher(pool_gpu), worker(pool_gpu)]}))) == 0
 }
 
 test_non_mpi_job_is_not_governed if {
-	c := {"maxWorkers": 1, "errors": ["bad"]}
+	c := {"maxNodes": 1, "errors": ["bad"]}
 	count(deny_of(job_input("team-a", c, {"mpi": false}))) == 0
 }
 
 test_too_many_workers_denied if {
-	deny_of(job_input("team-a", {"maxWorkers": 2}, {})) == {{
+	deny_of(job_input("team-a", {"maxNodes": 2}, {})) == {{
 		"field": "spec.trainer.numNodes",
-		"msg": "TrainJob asks for 3 nodes (spec.trainer.numNodes) but runtime gpu-openmpi allows at most 2 per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to 2 or less",
+		"msg": "TrainJob asks for 3 hostfile nodes (spec.trainer.numNodes) but runtime gpu-openmpi allows at most 2 per TrainJob (mpiguard.io/max-nodes); lower spec.trainer.numNodes to 2 or less",
 	}}
 }
 
@@ -132,15 +132,15 @@ test_bare_key_pinned_by_any_value_or_exists if {
 }
 
 test_malformed_annotation_denied if {
-	err := `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1 (e.g. "8")`
+	err := `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "many": must be a whole number of hostfile nodes (spec.trainer.numNodes: every Worker, and the Launcher when it runs as a node), at least 1 (e.g. "8")`
 	deny_of(job_input("team-a", {"errors": [err]}, {})) == {{
 		"field": "spec.runtimeRef.name",
-		"msg": `ClusterTrainingRuntime gpu-openmpi has a malformed constraint annotation (metadata.annotations[mpiguard.io/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1 (e.g. "8")), so mpiguard cannot tell which TrainJobs the runtime allows; a cluster admin must fix the annotation on the runtime (see docs/runtimes.md), or use another runtime`,
+		"msg": `ClusterTrainingRuntime gpu-openmpi has a malformed constraint annotation (metadata.annotations[mpiguard.io/max-workers]: Invalid value: "many": must be a whole number of hostfile nodes (spec.trainer.numNodes: every Worker, and the Launcher when it runs as a node), at least 1 (e.g. "8")), so mpiguard cannot tell which TrainJobs the runtime allows; a cluster admin must fix the annotation on the runtime (see docs/runtimes.md), or use another runtime`,
 	}}
 }
 
 # A malformed annotation does not lift the well-formed limits beside it.
 test_malformed_annotation_keeps_other_limits if {
-	got := deny_of(job_input("team-a", {"errors": ["metadata.annotations[mpiguard.io/max-gpus-per-worker]: ..."], "maxWorkers": 2}, {}))
+	got := deny_of(job_input("team-a", {"errors": ["metadata.annotations[mpiguard.io/max-gpus-per-worker]: ..."], "maxNodes": 2}, {}))
 	{v.field | some v in got} == {"spec.runtimeRef.name", "spec.trainer.numNodes"}
 }

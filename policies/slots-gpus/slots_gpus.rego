@@ -17,7 +17,7 @@ deny contains lib.violation("spec.trainer.numNodes", msg_no_nodes(input.job.numN
 }
 
 msg_no_nodes(n) := sprintf(
-	"TrainJob has %d nodes (spec.trainer.numNodes) so no worker would run; set spec.trainer.numNodes to 1 or more",
+	"TrainJob has %d hostfile nodes (spec.trainer.numNodes) so no Worker would run; set spec.trainer.numNodes to 1 or more",
 	[n],
 )
 

@@ -56,7 +56,7 @@ test_zero_nodes_denied if {
 	got := slots_gpus.deny with input as mpi_input(0, 1, 0, 1000)
 	got == {{
 		"field": "spec.trainer.numNodes",
-		"msg": "TrainJob has 0 nodes (spec.trainer.numNodes) so no worker would run; set spec.trainer.numNodes to 1 or more",
+		"msg": "TrainJob has 0 hostfile nodes (spec.trainer.numNodes) so no Worker would run; set spec.trainer.numNodes to 1 or more",
 	}}
 }
 

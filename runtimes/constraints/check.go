@@ -11,9 +11,10 @@ import (
 // Job is what a TrainJob will create, as far as constraints care. The policy
 // engineer builds it from the render package's JobView.
 type Job struct {
-	Namespace     string
-	RuntimeName   string
-	Workers       int32
+	Namespace   string
+	RuntimeName string
+	// NumNodes is spec.trainer.numNodes: the hostfile nodes.
+	NumNodes      int32
 	GPUsPerWorker int64
 	// PodNodeLabels maps each launcher/Worker role to the node labels its pods
 	// are pinned to (nodeSelector plus required node affinity In/single-value terms).
@@ -30,10 +31,10 @@ func (c Constraints) Check(j Job) field.ErrorList {
 			fmt.Sprintf("runtime %s may only be used from namespaces %s, and this TrainJob is in %q; use another runtime or ask a cluster admin to allow the namespace (%s)",
 				j.RuntimeName, strings.Join(c.AllowedNamespaces, ", "), j.Namespace, AnnotationAllowedNamespaces)))
 	}
-	if c.MaxWorkers != nil && j.Workers > *c.MaxWorkers {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "trainer", "numNodes"), j.Workers,
-			fmt.Sprintf("asks for %d nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (%s); lower spec.trainer.numNodes to %d or less",
-				j.Workers, j.RuntimeName, *c.MaxWorkers, AnnotationMaxWorkers, *c.MaxWorkers)))
+	if c.MaxNodes != nil && j.NumNodes > *c.MaxNodes {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "trainer", "numNodes"), j.NumNodes,
+			fmt.Sprintf("asks for %d hostfile nodes (spec.trainer.numNodes) but runtime %s allows at most %d per TrainJob (%s); lower spec.trainer.numNodes to %d or less",
+				j.NumNodes, j.RuntimeName, *c.MaxNodes, AnnotationMaxNodes, *c.MaxNodes)))
 	}
 	if c.MaxGPUsPerWorker != nil && j.GPUsPerWorker > *c.MaxGPUsPerWorker {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "trainer", "resourcesPerNode"), j.GPUsPerWorker,

@@ -5,7 +5,10 @@
 //
 // Schema (all optional; absent means unconstrained):
 //
-//	mpiguard.io/max-workers: "8"                      Workers (hostfile pods) per TrainJob, >= 1
+//	mpiguard.io/max-nodes: "8"                        hostfile nodes per TrainJob (spec.trainer.numNodes:
+//	                                                  every Worker, and the Launcher when it runs as a
+//	                                                  node), >= 1; mpiguard.io/max-workers, its former
+//	                                                  name, is read as it
 //	mpiguard.io/max-gpus-per-worker: "4"              GPUs of one Worker pod, >= 0
 //	mpiguard.io/required-node-labels: "pool=gpu,nvidia.com/gpu.present"
 //	                                                  every launcher and Worker pod must be pinned
@@ -27,6 +30,13 @@ import (
 
 // Annotation keys.
 const (
+	// AnnotationMaxNodes caps spec.trainer.numNodes, the hostfile nodes of a
+	// TrainJob: every Worker, and the Launcher when the runtime runs it as a
+	// node (README.md, "Vocabulary").
+	AnnotationMaxNodes = "mpiguard.io/max-nodes"
+	// AnnotationMaxWorkers is the former name of AnnotationMaxNodes, read as
+	// it (the same count, spec.trainer.numNodes, although it is not a count
+	// of Workers): runtimes annotated with it keep their limit.
 	AnnotationMaxWorkers         = "mpiguard.io/max-workers"
 	AnnotationMaxGPUsPerWorker   = "mpiguard.io/max-gpus-per-worker"
 	AnnotationRequiredNodeLabels = "mpiguard.io/required-node-labels"
@@ -34,13 +44,13 @@ const (
 )
 
 // Keys lists every constraint annotation, in documentation order.
-var Keys = []string{AnnotationMaxWorkers, AnnotationMaxGPUsPerWorker, AnnotationRequiredNodeLabels, AnnotationAllowedNamespaces}
+var Keys = []string{AnnotationMaxNodes, AnnotationMaxWorkers, AnnotationMaxGPUsPerWorker, AnnotationRequiredNodeLabels, AnnotationAllowedNamespaces}
 
 // Constraints are the parsed limits of one runtime. The JSON form is what the
 // Rego policies see (input.runtime.constraints); nil/empty fields are absent.
 type Constraints struct {
-	// MaxWorkers caps the Workers per TrainJob (pods listed in the hostfile).
-	MaxWorkers *int32 `json:"maxWorkers,omitempty"`
+	// MaxNodes caps spec.trainer.numNodes (AnnotationMaxNodes).
+	MaxNodes *int32 `json:"maxNodes,omitempty"`
 	// MaxGPUsPerWorker caps the GPUs one Worker pod requests (all GPU resources summed).
 	MaxGPUsPerWorker *int64 `json:"maxGPUsPerWorker,omitempty"`
 	// RequiredNodeLabels maps label key to value; "" means the key with any value.
@@ -51,7 +61,7 @@ type Constraints struct {
 
 // IsZero reports whether the runtime states no constraint at all.
 func (c Constraints) IsZero() bool {
-	return c.MaxWorkers == nil && c.MaxGPUsPerWorker == nil && len(c.RequiredNodeLabels) == 0 && len(c.AllowedNamespaces) == 0
+	return c.MaxNodes == nil && c.MaxGPUsPerWorker == nil && len(c.RequiredNodeLabels) == 0 && len(c.AllowedNamespaces) == 0
 }
 
 var annotationsPath = field.NewPath("metadata", "annotations")
@@ -62,13 +72,21 @@ var annotationsPath = field.NewPath("metadata", "annotations")
 func Parse(annotations map[string]string) (Constraints, field.ErrorList) {
 	var c Constraints
 	var errs field.ErrorList
-	if v, ok := annotations[AnnotationMaxWorkers]; ok {
+	for _, key := range []string{AnnotationMaxNodes, AnnotationMaxWorkers} {
+		v, ok := annotations[key]
+		if !ok {
+			continue
+		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		if err != nil || n < 1 {
-			errs = append(errs, field.Invalid(annotationsPath.Key(AnnotationMaxWorkers), v,
-				"must be a whole number of Workers, at least 1 (e.g. \"8\")"))
-		} else {
-			c.MaxWorkers = ptrTo(int32(n))
+		switch {
+		case err != nil || n < 1:
+			errs = append(errs, field.Invalid(annotationsPath.Key(key), v,
+				"must be a whole number of hostfile nodes (spec.trainer.numNodes: every Worker, and the Launcher when it runs as a node), at least 1 (e.g. \"8\")"))
+		case c.MaxNodes != nil && *c.MaxNodes != int32(n):
+			errs = append(errs, field.Invalid(annotationsPath.Key(key), v,
+				fmt.Sprintf("is the former name of %s, which says %d: remove %s", AnnotationMaxNodes, *c.MaxNodes, AnnotationMaxWorkers)))
+		case c.MaxNodes == nil:
+			c.MaxNodes = ptrTo(int32(n))
 		}
 	}
 	if v, ok := annotations[AnnotationMaxGPUsPerWorker]; ok {

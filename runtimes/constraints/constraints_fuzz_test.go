@@ -54,7 +54,7 @@ func FuzzParseConstraints(f *testing.F) {
 			failed[key] = true
 		}
 		for key, set := range map[string]bool{
-			AnnotationMaxWorkers: c.MaxWorkers != nil, AnnotationMaxGPUsPerWorker: c.MaxGPUsPerWorker != nil,
+			AnnotationMaxWorkers: c.MaxNodes != nil, AnnotationMaxGPUsPerWorker: c.MaxGPUsPerWorker != nil,
 			AnnotationRequiredNodeLabels: len(c.RequiredNodeLabels) > 0, AnnotationAllowedNamespaces: len(c.AllowedNamespaces) > 0,
 		} {
 			_, isPresent := annotations[key]
@@ -65,7 +65,7 @@ func FuzzParseConstraints(f *testing.F) {
 		if _, err := ast.InterfaceToValue(PolicyInput(annotations)); err != nil {
 			t.Fatalf("the policy input does not convert to Rego: %v", err)
 		}
-		_ = c.Check(Job{Namespace: ns, RuntimeName: "rt", Workers: 3, GPUsPerWorker: 4,
+		_ = c.Check(Job{Namespace: ns, RuntimeName: "rt", NumNodes: 3, GPUsPerWorker: 4,
 			PodNodeLabels: map[string]map[string]string{"launcher": {"pool": "gpu"}, "worker": nil}})
 
 		again, errs := Parse(annotationsOf(c))
@@ -99,8 +99,8 @@ func TestGlobProblem(t *testing.T) {
 // annotationsOf writes constraints back as the annotations that state them.
 func annotationsOf(c Constraints) map[string]string {
 	out := map[string]string{}
-	if c.MaxWorkers != nil {
-		out[AnnotationMaxWorkers] = strconv.Itoa(int(*c.MaxWorkers))
+	if c.MaxNodes != nil {
+		out[AnnotationMaxWorkers] = strconv.Itoa(int(*c.MaxNodes))
 	}
 	if c.MaxGPUsPerWorker != nil {
 		out[AnnotationMaxGPUsPerWorker] = strconv.FormatInt(*c.MaxGPUsPerWorker, 10)

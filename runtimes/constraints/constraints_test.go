@@ -2,6 +2,7 @@ package constraints
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,14 +20,14 @@ func TestParse(t *testing.T) {
 		"none": {},
 		"all four": {
 			annotations: map[string]string{
-				AnnotationMaxWorkers:         "8",
+				AnnotationMaxNodes:           "8",
 				AnnotationMaxGPUsPerWorker:   " 4 ",
 				AnnotationRequiredNodeLabels: "pool=gpu, nvidia.com/gpu.present",
 				AnnotationAllowedNamespaces:  "team-a,ml-*",
 				"unrelated":                  "x",
 			},
 			want: Constraints{
-				MaxWorkers:         ptrTo[int32](8),
+				MaxNodes:           ptrTo[int32](8),
 				MaxGPUsPerWorker:   ptrTo[int64](4),
 				RequiredNodeLabels: map[string]string{"pool": "gpu", "nvidia.com/gpu.present": ""},
 				AllowedNamespaces:  []string{"team-a", "ml-*"},
@@ -68,7 +69,7 @@ func TestParse(t *testing.T) {
 
 func TestParseMessage(t *testing.T) {
 	_, errs := Parse(map[string]string{AnnotationMaxWorkers: "-3"})
-	want := `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "-3": must be a whole number of Workers, at least 1 (e.g. "8")`
+	want := `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "-3": must be a whole number of hostfile nodes (spec.trainer.numNodes: every Worker, and the Launcher when it runs as a node), at least 1 (e.g. "8")`
 	if diff := cmp.Diff(want, errs.ToAggregate().Error()); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
 	}
@@ -80,14 +81,14 @@ func TestJSONForPolicyInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(`{"maxWorkers":2,"allowedNamespaces":["a"]}`, string(b)); diff != "" {
+	if diff := cmp.Diff(`{"maxNodes":2,"allowedNamespaces":["a"]}`, string(b)); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
 }
 
 func TestCheck(t *testing.T) {
 	c := Constraints{
-		MaxWorkers:         ptrTo[int32](4),
+		MaxNodes:           ptrTo[int32](4),
 		MaxGPUsPerWorker:   ptrTo[int64](2),
 		RequiredNodeLabels: map[string]string{"pool": "gpu", "fast-net": ""},
 		AllowedNamespaces:  []string{"ml-*"},
@@ -101,15 +102,15 @@ func TestCheck(t *testing.T) {
 		want []string
 	}{
 		"within every limit": {
-			job: Job{Namespace: "ml-a", RuntimeName: "rt", Workers: 4, GPUsPerWorker: 2, PodNodeLabels: pinned},
+			job: Job{Namespace: "ml-a", RuntimeName: "rt", NumNodes: 4, GPUsPerWorker: 2, PodNodeLabels: pinned},
 		},
 		"everything violated": {
-			job: Job{Namespace: "web", RuntimeName: "rt", Workers: 6, GPUsPerWorker: 8, PodNodeLabels: map[string]map[string]string{
+			job: Job{Namespace: "web", RuntimeName: "rt", NumNodes: 6, GPUsPerWorker: 8, PodNodeLabels: map[string]map[string]string{
 				"launcher": {"pool": "cpu"}, "worker": {"pool": "gpu", "fast-net": "x"},
 			}},
 			want: []string{
 				`spec.runtimeRef.name: Forbidden: runtime rt may only be used from namespaces ml-*, and this TrainJob is in "web"; use another runtime or ask a cluster admin to allow the namespace (mpiguard.io/allowed-namespaces)`,
-				`spec.trainer.numNodes: Invalid value: 6: asks for 6 nodes (spec.trainer.numNodes) but runtime rt allows at most 4 per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to 4 or less`,
+				`spec.trainer.numNodes: Invalid value: 6: asks for 6 hostfile nodes (spec.trainer.numNodes) but runtime rt allows at most 4 per TrainJob (mpiguard.io/max-nodes); lower spec.trainer.numNodes to 4 or less`,
 				`spec.trainer.resourcesPerNode: Invalid value: 8: gives each Worker 8 GPUs but runtime rt allows at most 2 per Worker (mpiguard.io/max-gpus-per-worker); request 2 or fewer GPUs per node and add Workers instead`,
 				`spec.runtimePatches: Invalid value: "launcher": the launcher pods are not pinned to nodes labelled fast-net, pool=gpu, which runtime rt requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector`,
 			},
@@ -136,12 +137,13 @@ func TestPolicyInput(t *testing.T) {
 		"unconstrained": {want: map[string]any{"errors": []any{}}},
 		"all, plus a malformed one": {
 			annotations: map[string]string{
-				AnnotationMaxWorkers:         "8",
+				AnnotationMaxNodes:           "8",
 				AnnotationMaxGPUsPerWorker:   "many",
 				AnnotationRequiredNodeLabels: "pool=gpu",
 				AnnotationAllowedNamespaces:  "ml-*",
 			},
 			want: map[string]any{
+				"maxNodes":           int64(8),
 				"maxWorkers":         int64(8),
 				"requiredNodeLabels": map[string]any{"pool": "gpu"},
 				"allowedNamespaces":  []any{"ml-*"},
@@ -155,5 +157,23 @@ func TestPolicyInput(t *testing.T) {
 				t.Errorf("PolicyInput (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// mpiguard.io/max-workers, the former name of mpiguard.io/max-nodes, is read
+// as it (the same count, spec.trainer.numNodes); both with different values
+// is an error naming the one to remove.
+func TestMaxWorkersIsTheFormerNameOfMaxNodes(t *testing.T) {
+	c, errs := Parse(map[string]string{AnnotationMaxWorkers: "6"})
+	if len(errs) != 0 || c.MaxNodes == nil || *c.MaxNodes != 6 {
+		t.Errorf("max-workers alone: %+v, %v; want MaxNodes 6", c, errs)
+	}
+	c, errs = Parse(map[string]string{AnnotationMaxNodes: "6", AnnotationMaxWorkers: "6"})
+	if len(errs) != 0 || *c.MaxNodes != 6 {
+		t.Errorf("both, equal: %+v, %v", c, errs)
+	}
+	c, errs = Parse(map[string]string{AnnotationMaxNodes: "4", AnnotationMaxWorkers: "6"})
+	if *c.MaxNodes != 4 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "is the former name of mpiguard.io/max-nodes, which says 4: remove mpiguard.io/max-workers") {
+		t.Errorf("both, different: %+v, %v", c, errs)
 	}
 }

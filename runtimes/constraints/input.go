@@ -7,13 +7,16 @@ import "k8s.io/apimachinery/pkg/util/validation/field"
 // absent constraints, and "errors" listing malformed annotations ("path: detail")
 // so a policy can deny with the admin's mistake rather than silently ignore it.
 //
-//	{"maxWorkers": 8, "maxGPUsPerWorker": 4, "requiredNodeLabels": {"pool": "gpu"},
+//	{"maxNodes": 8, "maxWorkers": 8, "maxGPUsPerWorker": 4, "requiredNodeLabels": {"pool": "gpu"},
 //	 "allowedNamespaces": ["ml-*"], "errors": []}
 func PolicyInput(annotations map[string]string) map[string]any {
 	c, errs := Parse(annotations)
 	out := map[string]any{"errors": errorStrings(errs)}
-	if c.MaxWorkers != nil {
-		out["maxWorkers"] = int64(*c.MaxWorkers)
+	if c.MaxNodes != nil {
+		out["maxNodes"] = int64(*c.MaxNodes)
+		// The former name, for policies written before maxNodes: the same
+		// count (spec.trainer.numNodes).
+		out["maxWorkers"] = int64(*c.MaxNodes)
 	}
 	if c.MaxGPUsPerWorker != nil {
 		out["maxGPUsPerWorker"] = *c.MaxGPUsPerWorker

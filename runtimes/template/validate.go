@@ -33,6 +33,23 @@ func Validate(meta *metav1.ObjectMeta, spec *trainer.TrainingRuntimeSpec) (errs,
 	return errs, warnings
 }
 
+// Refusal is the message a runtime of kind and name is refused with when
+// Validate finds errs: the runtime-template webhook's answer and `mpiguard
+// check`'s, one wording for both.
+func Refusal(kind, name string, errs field.ErrorList) string {
+	return fmt.Sprintf("%s %q is not a usable MPI runtime: %s", kind, name, errs.ToAggregate().Error())
+}
+
+// WarningLines renders warnings like field errors ("path: message"), the
+// form kubectl prints after "Warning:".
+func WarningLines(warnings field.ErrorList) []string {
+	out := make([]string, 0, len(warnings))
+	for _, w := range warnings {
+		out = append(out, fmt.Sprintf("%s: %s", w.Field, w.Detail))
+	}
+	return out
+}
+
 // warnImplementationLabel: the label tells the RuntimeTest (and admins) how the
 // launcher adapts the OpenMPI hostfile; an unknown value is treated as OpenMPI.
 func warnImplementationLabel(labels map[string]string) field.ErrorList {

@@ -17,6 +17,25 @@ import (
 // HelmChart is mpiguard's chart, relative to the repository root.
 const HelmChart = "config/helm/mpiguard"
 
+// WithImage returns values with image.repository and image.tag set to
+// config/manager's image (mpiguard:dev) where values set none: the chart
+// requires an image, and the tests that compare it with config/default use
+// the image config/default has.
+func WithImage(values map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range values {
+		out[k] = v
+	}
+	image := map[string]any{"repository": "mpiguard", "tag": "dev"}
+	if set, ok := values["image"].(map[string]any); ok {
+		for k, v := range set {
+			image[k] = v
+		}
+	}
+	out["image"] = image
+	return out
+}
+
 // HelmTemplate renders mpiguard's chart as `helm template release
 // config/helm/mpiguard --namespace namespace --include-crds` does, with values
 // over the chart's values.yaml, in process with Helm's library (no helm

@@ -13,7 +13,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -86,9 +85,9 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	}
 	resp := admission.Allowed("")
 	if len(errs) > 0 {
-		resp = admission.Denied(fmt.Sprintf("%s %q is not a usable MPI runtime: %s", req.Kind.Kind, req.Name, errs.ToAggregate().Error()))
+		resp = admission.Denied(template.Refusal(req.Kind.Kind, req.Name, errs))
 	}
-	return resp.WithWarnings(warningStrings(warnings)...)
+	return resp.WithWarnings(template.WarningLines(warnings)...)
 }
 
 // decode returns the metadata and spec of the (old) object: both kinds share
@@ -119,14 +118,4 @@ func (v *Validator) decode(req admission.Request, old bool) (*metav1.ObjectMeta,
 	default:
 		return nil, nil, fmt.Errorf("unexpected kind %q: this webhook validates ClusterTrainingRuntime and TrainingRuntime", req.Kind.Kind)
 	}
-}
-
-// warningStrings renders warnings like field errors ("path: message"), the
-// form kubectl prints after "Warning:".
-func warningStrings(warnings field.ErrorList) []string {
-	out := make([]string, 0, len(warnings))
-	for _, w := range warnings {
-		out = append(out, fmt.Sprintf("%s: %s", w.Field, w.Detail))
-	}
-	return out
 }

@@ -106,7 +106,7 @@ func TestHandle(t *testing.T) {
 		},
 		"malformed constraint annotation is denied": {
 			req:  request(t, admissionv1.Create, "ClusterTrainingRuntime", badConstraint, nil),
-			want: result{Message: `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "lots": must be a whole number of Workers`},
+			want: result{Message: `metadata.annotations[mpiguard.io/max-workers]: Invalid value: "lots": must be a whole number of hostfile nodes`},
 		},
 		"unknown implementation label is a warning": {
 			req:  request(t, admissionv1.Create, "ClusterTrainingRuntime", oddImpl, nil),

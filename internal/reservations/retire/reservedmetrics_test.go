@@ -81,11 +81,11 @@ func TestConsumption(t *testing.T) {
 	gpuQuota := corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "nlp-team", Name: "gpus"},
 		Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("16"), "pods": resource.MustParse("0")}},
 		Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("3")}}}
-	worker := v1alpha1.PodShape{PerPod: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}}
-	holders := []quota.Holder{{TrainJob: "nlp-team/a", Parts: []v1alpha1.ReservedPart{{ReplicatedJob: "node", Pods: 3, PodShape: worker}}}}
+	worker := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("4")}
+	reservations := []quota.Reservation{{TrainJob: "nlp-team/a", Parts: []quota.Part{{ReplicatedJob: "node", Pods: 3, PerPod: worker}}}}
 	t.Cleanup(func() { forgetReserved("nlp-team") })
 
-	setReserved("nlp-team", []corev1.ResourceQuota{gpuQuota}, holders)
+	setReserved("nlp-team", []corev1.ResourceQuota{gpuQuota}, reservations)
 	if diff := cmp.Diff(map[string]float64{"nlp-team/gpus requests.nvidia.com/gpu": 15, "nlp-team/gpus pods": 0}, gaugeSeries(t, consumed)); diff != "" {
 		t.Errorf("mpiguard_quota_used_or_reserved (-want +got):\n%s", diff)
 	}

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -93,7 +94,7 @@ var _ = Describe("mpiguard's own runtime patch entry", func() {
 		msg := denial(ctx, fixtures.TrainJob(ns, "mesh", rt.Name).NumNodes(1).
 			RuntimePatch(userPatch("node", map[string]string{"sidecar.istio.io/inject": "true"}, nil)).Obj())
 		Expect(msg).To(ContainSubstring(`[istio-opt-out] spec.runtimePatches: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true")`))
-		Expect(msg).To(ContainSubstring("remove sidecar.istio.io/inject from the pod template, or ask an admin to exempt the namespace"))
+		Expect(msg).To(ContainSubstring("remove sidecar.istio.io/inject from the pod template in spec.runtimePatches"))
 	})
 
 	It("denies a runtime whose Worker template opts into the sidecar", func(ctx context.Context) {
@@ -102,6 +103,9 @@ var _ = Describe("mpiguard's own runtime patch entry", func() {
 		runtime.Spec.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.ObjectMeta = metav1.ObjectMeta{Labels: map[string]string{"sidecar.istio.io/inject": "true"}}
 		rt := env.CreateClusterRuntime(ctx, runtime)
 		msg := denial(ctx, fixtures.TrainJob(ns, "mesh", rt.Name).NumNodes(1).Obj())
-		Expect(msg).To(ContainSubstring(`[istio-opt-out] spec.runtimePatches: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true")`))
+		// The TrainJob has no runtime patch to fix: the denial names the
+		// runtime and who fixes it.
+		Expect(msg).To(ContainSubstring(`[istio-opt-out] spec.runtimeRef: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true")`))
+		Expect(msg).To(ContainSubstring(fmt.Sprintf(`this comes from ClusterTrainingRuntime %q (the TrainJob has no runtime patches of its own): ask a cluster admin to remove sidecar.istio.io/inject`, rt.Name)))
 	})
 })

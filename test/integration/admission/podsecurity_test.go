@@ -48,13 +48,21 @@ var _ = Describe("Pod Security predicted at submit", func() {
 		for _, rj := range []struct{ name, who string }{{"launcher", "the launcher"}, {"node", "the Workers"}} {
 			// What PodSecurity admission itself says about this replicated job's pods.
 			reasons := podSecurityRefusal(ctx, ns, pods[rj.name])
-			Expect(msg).To(ContainSubstring(fmt.Sprintf(
-				`[pod-security] spec.replicatedJobs[%s].template.spec.template.spec: pods of %s (replicated job %q) would violate PodSecurity "restricted:latest", which namespace %s enforces (label pod-security.kubernetes.io/enforce): %s; the apiserver would refuse to create them`,
-				rj.name, rj.who, rj.name, ns, reasons)))
+			prefix := fmt.Sprintf(
+				`[pod-security] spec.replicatedJobs[%s].template.spec.template.spec: pods of %s (replicated job %q) would violate PodSecurity "restricted:latest", which namespace %s enforces (label pod-security.kubernetes.io/enforce): the apiserver would refuse them`,
+				rj.name, rj.who, rj.name, ns)
+			Expect(msg).To(ContainSubstring(prefix))
+			_, line, _ := strings.Cut(msg, prefix)
+			line, _, _ = strings.Cut(line, "\n")
+			_, failed, ok := strings.Cut(line, "failed checks: ")
+			Expect(ok).To(BeTrue(), "no failed checks in %q", line)
+			for _, name := range checkNames(reasons) {
+				Expect(strings.Split(failed, ", ")).To(ContainElement(name), "the apiserver's check %q is missing from %q", name, failed)
+			}
 		}
 		Expect(msg).To(ContainSubstring("set securityContext.runAsNonRoot: true on the pod"))
 		Expect(msg).To(ContainSubstring("set securityContext.seccompProfile.type: RuntimeDefault on the pod"))
-		Expect(msg).To(ContainSubstring("with spec.runtimePatches (the pod's or the container's securityContext) or in runtime " + rt.Name))
+		Expect(msg).To(ContainSubstring(fmt.Sprintf(`in ClusterTrainingRuntime %q (a cluster admin's fix; curated runtimes meet "restricted") or with spec.runtimePatches`, rt.Name)))
 	})
 
 	It("admits every curated runtime there, whose pods the apiserver admits too", func(ctx context.Context) {
@@ -147,6 +155,30 @@ func podSecurityRefusal(ctx context.Context, ns string, tpl corev1.PodTemplateSp
 	_, reasons, ok := strings.Cut(err.Error(), `violates PodSecurity "restricted:latest": `)
 	Expect(ok).To(BeTrue(), "not a Pod Security refusal: %v", err)
 	return reasons
+}
+
+// checkNames are the names of the checks of a Pod Security refusal
+// ("allowPrivilegeEscalation != false (container ...), seccompProfile (...)"),
+// without their details.
+func checkNames(reasons string) []string {
+	var names []string
+	for reasons != "" {
+		name, rest, _ := strings.Cut(reasons, " (")
+		names = append(names, name)
+		// The detail ends at the parenthesis that closes it.
+		depth := 1
+		i := 0
+		for ; i < len(rest) && depth > 0; i++ {
+			switch rest[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+		}
+		reasons = strings.TrimPrefix(rest[i:], ", ")
+	}
+	return names
 }
 
 // clientWithWarnings is a client whose admission warnings land in w.

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -82,5 +84,39 @@ var _ = Describe("mpiguard check --from-cluster", func() {
 		Expect(verdicts).To(Equal(map[string]bool{ns + "/fits": true, ns + "/too-big": false}),
 			"the job that fits next to what \"holder\" holds is allowed, the other denied")
 		Expect(out).To(ContainSubstring("aggregate-quota"))
+	})
+
+	It("judges a stored suspended TrainJob (kubectl get -o yaml) as its resume: the write admission would judge next", func(ctx context.Context) {
+		bin := buildMpiguard(ctx)
+		kubeconfig := writeKubeconfig()
+		ns := env.Namespace(ctx, nil)
+		rt := env.CreateClusterRuntime(ctx, fixtures.MPIRuntime("check-resume-"+ns).Cluster())
+		env.CreateQuota(ctx, fixtures.ResourceQuota(ns, "team", "pods", "4"), fixtures.ResourceList("pods", "0"))
+		// Holds 3 pods; the suspended job needs 3 more when resumed.
+		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "holder", rt.Name).NumNodes(2).Obj())).To(Succeed())
+		Expect(env.Client.Create(ctx, fixtures.TrainJob(ns, "waiting", rt.Name).NumNodes(2).Suspend(true).Obj())).To(Succeed(),
+			"a suspended job starts nothing: its create is allowed")
+
+		stored := &trainer.TrainJob{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "waiting"}, stored)).To(Succeed())
+		stored.APIVersion, stored.Kind = trainer.GroupVersion.String(), trainer.TrainJobKind
+		y, err := yaml.Marshal(stored)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("kubectl get trainjob waiting -o yaml | mpiguard check --from-cluster -f -")
+		cmd := exec.CommandContext(ctx, bin, "check", "--from-cluster", "-f", "-",
+			"--kubeconfig", kubeconfig, "--mpiguard-namespace", env.PolicyNamespace)
+		cmd.Stdin = bytes.NewReader(y)
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		Expect(errors.As(err, &exit)).To(BeTrue(), "the resume does not fit: %v\n%s", err, out)
+		Expect(exit.ExitCode()).To(Equal(1), "exit 1: denied; stderr:\n%s", exit.Stderr)
+		Expect(string(out)).To(ContainSubstring("TrainJob %s/waiting: DENIED (judged as its resume", ns))
+		Expect(string(out)).To(ContainSubstring("aggregate-quota"))
+
+		By("the resume, submitted with a server-side dry run: admission denies it too")
+		resumed := stored.DeepCopy()
+		resumed.Spec.Suspend = ptr.To(false)
+		Expect(env.Client.Update(ctx, resumed, client.DryRunAll)).To(MatchError(ContainSubstring("aggregate-quota")))
 	})
 })

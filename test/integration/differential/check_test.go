@@ -18,7 +18,10 @@ import (
 )
 
 // checker is `mpiguard check` with no flags (cmd/mpiguard/check.go,
-// runCheck): the embedded policies and parameters, the renderer.
+// runCheck): the embedded policies and parameters, the renderer; but for a
+// suspended TrainJob, which check judges as its resume, it judges the CREATE
+// the webhooks are asked here (SuspendedAsResume false). The resume is
+// compared with admission in test/integration/audit.
 var checker *check.Evaluator
 
 func newChecker(ctx context.Context) *check.Evaluator {

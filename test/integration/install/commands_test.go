@@ -104,6 +104,15 @@ func runDocumented(ctx context.Context, cmd string) string {
 
 func run(ctx context.Context, cmd string) string {
 	GinkgoHelper()
+	stdout, stderr, err := runResult(ctx, cmd)
+	Expect(err).NotTo(HaveOccurred(), "%s\nstdout:\n%s\nstderr:\n%s", cmd, stdout, stderr)
+	return stdout
+}
+
+// runResult runs cmd as run does and returns what it printed and how it
+// ended.
+func runResult(ctx context.Context, cmd string) (stdout, stderr string, err error) {
+	GinkgoHelper()
 	c := exec.CommandContext(ctx, "bash", "-c", cmd)
 	c.Dir = framework.RepoRoot()
 	// Not the make variables of a `make test` this runs under.
@@ -123,12 +132,11 @@ func run(ctx context.Context, cmd string) string {
 		}
 	}
 	c.Env = append(environ, "KUBECONFIG="+kubeconfig)
-	var stdout, stderr strings.Builder
-	c.Stdout, c.Stderr = &stdout, &stderr
+	var out, errOut strings.Builder
+	c.Stdout, c.Stderr = &out, &errOut
 	err = c.Run()
-	GinkgoWriter.Printf("$ %s\n%s%s", cmd, stdout.String(), stderr.String())
-	Expect(err).NotTo(HaveOccurred(), "%s\nstdout:\n%s\nstderr:\n%s", cmd, stdout.String(), stderr.String())
-	return stdout.String()
+	GinkgoWriter.Printf("$ %s\n%s%s", cmd, out.String(), errOut.String())
+	return out.String(), errOut.String(), err
 }
 
 // needKubectl fails unless `make controlplane` built kubectl next to the

@@ -124,6 +124,7 @@ func helmSpecs() {
 			"clientAuth.enabled=true", "clientAuth.caConfigMap=apiserver-client-ca", "clientAuth.certNames={kube-apiserver-webhook-client}",
 			"networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
 			"namespace.create=true",
+			"image.repository=registry.example.com/mpiguard", "image.tag=v0.1.0",
 		} {
 			Expect(strvals.ParseInto(set, values)).To(Succeed(), set)
 		}

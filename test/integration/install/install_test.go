@@ -302,6 +302,20 @@ var _ = Describe("installing mpiguard as documented", Ordered, func() {
 		expectDeploys(ctx, cmds, "config/openshift")
 	})
 
+	It("make deploy, deploy-openshift, install-yaml and docker-build refuse to run without IMG, and apply nothing", func(ctx context.Context) {
+		// No mpiguard image is published: an image no registry has would
+		// leave the fail-closed webhooks refusing every TrainJob create.
+		for _, cmd := range []string{"make deploy DRY_RUN=server", "make deploy-openshift DRY_RUN=server", "make install-yaml", "make docker-build", "make deploy IMG= DRY_RUN=server"} {
+			By(cmd)
+			stdout, stderr, err := runResult(ctx, cmd)
+			Expect(err).To(HaveOccurred(), "%s ran without an image:\n%s", cmd, stdout)
+			Expect(stderr).To(ContainSubstring("IMG is not set: no mpiguard image is published"), cmd)
+			Expect(stderr).To(ContainSubstring("IMG=registry.example.com/mpiguard:v0.1.0"), "%s says how to set it", cmd)
+			Expect(stdout).NotTo(ContainSubstring("serverside-applied"), "%s applied something", cmd)
+			Expect(stdout).NotTo(ContainSubstring("kind:"), "%s printed objects", cmd)
+		}
+	})
+
 	It("make deploy, as the README shows it, is accepted once cert-manager's CRDs are installed", func(ctx context.Context) {
 		installCertManagerCRDs()
 		cmds := commandsFor(documentedCommands("README.md", "Installing on a cluster"), "deploy")

@@ -76,7 +76,7 @@ var _ = Describe("Runtime constraints on TrainJobs", func() {
 	It("denies a TrainJob that exceeds its runtime's max-workers or runs outside its allowed namespaces", func(ctx context.Context) {
 		ns := env.Namespace(ctx, nil)
 		rt := constrainedRuntime(ctx, map[string]string{
-			constraints.AnnotationMaxWorkers:        "2",
+			constraints.AnnotationMaxNodes:          "2",
 			constraints.AnnotationAllowedNamespaces: ns,
 		})
 		Expect(env.Client.Create(ctx, job(rt, ns, "fits", 2))).To(Succeed())
@@ -84,7 +84,7 @@ var _ = Describe("Runtime constraints on TrainJobs", func() {
 		err := env.Client.Create(ctx, job(rt, ns, "too-many", 3))
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring(fmt.Sprintf(
-			"[runtime-constraints] spec.trainer.numNodes: TrainJob asks for 3 nodes (spec.trainer.numNodes) but runtime %s allows at most 2 per TrainJob (mpiguard.io/max-workers); lower spec.trainer.numNodes to 2 or less", rt.Name)))
+			"[runtime-constraints] spec.trainer.numNodes: TrainJob asks for 3 hostfile nodes (spec.trainer.numNodes) but runtime %s allows at most 2 per TrainJob (mpiguard.io/max-nodes); lower spec.trainer.numNodes to 2 or less", rt.Name)))
 
 		other := env.Namespace(ctx, nil)
 		err = env.Client.Create(ctx, job(rt, other, "elsewhere", 1))

@@ -164,7 +164,7 @@ var _ = Describe("Runtime template webhook", func() {
 		}
 		err := env.Client.Create(ctx, rt)
 		Expect(err).To(HaveOccurred())
-		Expect(err.Error()).To(ContainSubstring(fmt.Sprintf(`metadata.annotations[%s]: Invalid value: "eight": must be a whole number of Workers, at least 1 (e.g. "8")`, constraints.AnnotationMaxWorkers)))
+		Expect(err.Error()).To(ContainSubstring(fmt.Sprintf(`metadata.annotations[%s]: Invalid value: "eight": must be a whole number of hostfile nodes (spec.trainer.numNodes: every Worker, and the Launcher when it runs as a node), at least 1 (e.g. "8")`, constraints.AnnotationMaxWorkers)))
 
 		rt.Annotations[constraints.AnnotationMaxWorkers] = "8"
 		Expect(env.Client.Create(ctx, rt)).To(Succeed())

@@ -12,6 +12,6 @@ deny contains lib.violation("spec.trainer.numNodes", msg_too_many_nodes) if {
 }
 
 msg_too_many_nodes := sprintf(
-	"TrainJob asks for %d nodes but at most %d are allowed; set spec.trainer.numNodes to %d or less",
+	"TrainJob asks for %d hostfile nodes but at most %d are allowed; set spec.trainer.numNodes to %d or less",
 	[input.job.numNodes, max_nodes, max_nodes],
 )
