@@ -155,6 +155,9 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		if cluster.DefaultQueueAssumed {
 			fmt.Fprintln(stderr, `note: no Volcano Queue is among the documents read: Volcano's own queue "default" (Open, no capability), which its installation creates, is used`)
 		}
+		if cluster.NodesSkipped {
+			fmt.Fprintln(stderr, "note: no Node is among the documents read: the node-capacity check was skipped (add the cluster's Nodes: kubectl get nodes -o yaml)")
+		}
 		for _, name := range cluster.CuratedUsed {
 			fmt.Fprintf(stderr, "note: ClusterTrainingRuntime %q is not among the documents read: the curated one this binary publishes (runtimes/catalog, as on Kubernetes) is used\n", name)
 		}

@@ -1,6 +1,7 @@
 // Package offline evaluates manifests without a cluster, exactly as admission
 // would: the documents read form the cluster (Namespaces, ResourceQuotas with
-// their status.used, LimitRanges, RuntimeClasses, (Cluster)TrainingRuntimes)
+// their status.used, LimitRanges, RuntimeClasses, (Cluster)TrainingRuntimes,
+// Nodes)
 // and every TrainJob among them is rendered, mutated and validated as a CREATE
 // with the same engine and renderer the webhooks use. `mpiguard check`,
 // `mpiguard policy test` and the policy sample suite are built on it.
@@ -59,6 +60,10 @@ type Cluster struct {
 	// TrainJob was judged with Volcano's default queue because there were none.
 	Queues              []volcanov1beta1.Queue
 	DefaultQueueAssumed bool
+	// Nodes are Node documents (nodes.go); NodesSkipped says a TrainJob was
+	// judged without them: the node-capacity check was skipped.
+	Nodes        []corev1.Node
+	NodesSkipped bool
 	// Ignored lists documents of kinds no decision depends on ("source: kind").
 	Ignored []string
 	// sources maps each object read (objectKey) to its document, to refuse duplicates.
@@ -285,6 +290,8 @@ func (c *Cluster) add(source string, doc []byte) error {
 		c.Runtimes[o.Namespace+"/"+o.Name] = o
 	case *volcanov1beta1.Queue:
 		c.Queues = append(c.Queues, *o)
+	case *corev1.Node:
+		c.Nodes = append(c.Nodes, *o)
 	case *trainer.TrainJob:
 		if o.Name == "" {
 			return errors.New("TrainJob has no metadata.name")

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
@@ -108,6 +109,8 @@ type clusterReader struct {
 	// unrenderable is, per namespace, why a job created earlier that holds
 	// quota could not be rendered.
 	unrenderable map[string]error
+	// nodes are the Node documents by shape, made once (nodes.go).
+	nodes *capacity.Summary
 }
 
 // hold counts an admitted job that starts pods against its namespace's

@@ -15,6 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/internal/capacity"
 )
 
 // ClientCluster is the Cluster a running cluster is, read with
@@ -29,6 +31,9 @@ type ClientCluster struct {
 	// have: a runtime or namespace created a moment before the TrainJob is
 	// not in the cache yet, and must not make the submit fail.
 	Live client.Reader
+	// NodeIndex, when set, is the cluster's nodes by shape, kept by an
+	// informer (capacity.Index); Nodes reads it instead of listing Nodes.
+	NodeIndex *capacity.Index
 }
 
 var _ Cluster = ClientCluster{}

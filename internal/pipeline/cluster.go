@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/gang"
 	"github.com/mpiguard/mpiguard/internal/input"
@@ -38,6 +39,9 @@ type Cluster interface {
 	// VolcanoQueues returns the cluster's Volcano queues (gang.go), read
 	// only for a job that gangs with Volcano.
 	VolcanoQueues(ctx context.Context) (*gang.Queues, error)
+	// Nodes returns the cluster's nodes by shape (nodes.go), nil when none
+	// are known: the node-capacity policy then judges nothing.
+	Nodes(ctx context.Context) (*capacity.Summary, error)
 }
 
 // Namespace is what a namespace contributes to a decision.

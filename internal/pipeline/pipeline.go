@@ -213,6 +213,10 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	if src.VolcanoQueues, err = volcanoQueues(ctx, c, view); err != nil {
 		return nil, err
 	}
+	if src.Nodes, err = c.Nodes(ctx); err != nil {
+		return nil, err
+	}
+	src.RuntimeClasses = ns.RuntimeClasses
 	doc, err := input.New(src)
 	if err != nil {
 		return nil, err
