@@ -127,10 +127,19 @@ func nameOf(rj *render.ReplicatedJobView) string {
 }
 
 // placement is where one replicated job's pods may go among one shape's
-// nodes: which members are eligible.
+// nodes: all of them or none (byMember nil: what a shape's nodes share
+// decides), or, for a pod that picks nodes by name or hostname, each member.
 type placement struct {
-	eligible []bool // by member index
 	count    int
+	byMember []bool
+}
+
+// eligible says whether the pods may go to member i of the shape.
+func (p placement) eligible(i int) bool {
+	if p.byMember == nil {
+		return p.count > 0
+	}
+	return p.byMember[i]
 }
 
 func replicatedJobOf(rj *render.ReplicatedJobView, nodes *Summary, runtimeClasses []nodev1.RuntimeClass) (ReplicatedJob, []placement) {
@@ -147,24 +156,29 @@ func replicatedJobOf(rj *render.ReplicatedJobView, nodes *Summary, runtimeClasse
 	largest := corev1.ResourceList{}
 	places := make([]placement, len(nodes.Shapes))
 	for si, shape := range nodes.Shapes {
-		p := placement{eligible: make([]bool, len(shape.Members))}
-		node := nodeOf(shape, shape.Members[0])
-		reason := exclusion(pod, affinity, node)
-		for mi, m := range shape.Members {
-			if perNode && mi > 0 {
-				reason = exclusion(pod, affinity, nodeOf(shape, m))
-			}
+		var p placement
+		count := func(reason exclusionReason, n int) {
 			switch reason {
 			case excludedSelector:
-				out.Excluded.Selector++
+				out.Excluded.Selector += n
 			case excludedTaints:
-				out.Excluded.Taints++
+				out.Excluded.Taints += n
 			case excludedUnschedulable:
-				out.Excluded.Unschedulable++
+				out.Excluded.Unschedulable += n
 			default:
-				p.eligible[mi] = true
-				p.count++
+				p.count += n
 			}
+		}
+		if perNode {
+			p.byMember = make([]bool, len(shape.Members))
+			for mi, m := range shape.Members {
+				reason := exclusion(pod, affinity, nodeOf(shape, m))
+				p.byMember[mi] = reason == eligible
+				count(reason, 1)
+			}
+		} else {
+			// What a shape's nodes share decides for all of them.
+			count(exclusion(pod, affinity, nodeOf(shape, Member{})), len(shape.Members))
 		}
 		places[si] = p
 		if p.count == 0 {
@@ -210,10 +224,13 @@ func gangOf(workers *render.ReplicatedJobView, wp []placement, launcher *render.
 		}
 		if launcher != nil && lp[si].count > 0 && perNodeCount(l, shape.Allocatable) > 0 {
 			cost := gs.WorkersPerNode - perNodeCount(w, minus(shape.Allocatable, l))
-			for mi, ok := range lp[si].eligible {
-				if ok && !wp[si].eligible[mi] {
+			for mi := range shape.Members {
+				if lp[si].eligible(mi) && !wp[si].eligible(mi) {
 					cost = 0 // a node the Workers may not use
 					break
+				}
+				if lp[si].byMember == nil && wp[si].byMember == nil {
+					break // every member alike
 				}
 			}
 			gs.LauncherCost = &cost
@@ -344,20 +361,31 @@ func perNodeCount(requests, allocatable corev1.ResourceList) int64 {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		asks := quota.Milli(requests[corev1.ResourceName(name)])
 		have, ok := allocatable[corev1.ResourceName(name)]
 		if !ok || have.Sign() <= 0 {
 			return 0
 		}
-		n := new(big.Int).Quo(quota.Milli(have), asks)
-		if !n.IsInt64() {
-			continue
+		n, ok := milliQuo(have, requests[corev1.ResourceName(name)])
+		if !ok {
+			continue // more than any count of pods
 		}
-		if best < 0 || n.Int64() < best {
-			best = n.Int64()
+		if best < 0 || n < best {
+			best = n
 		}
 	}
 	return max(best, 0)
+}
+
+// milliQuo is have / asks in whole pods, exact: in int64 milli units when
+// both are small enough (every real amount), else in big integers; ok is
+// false when the count does not fit an int64.
+func milliQuo(have, asks resource.Quantity) (int64, bool) {
+	const small = 1 << 50 // base units whose milli amount fits an int64
+	if h, a := have.Value(), asks.Value(); h < small && a < small && h > -small && a > -small {
+		return have.MilliValue() / asks.MilliValue(), true
+	}
+	n := new(big.Int).Quo(quota.Milli(have), quota.Milli(asks))
+	return n.Int64(), n.IsInt64()
 }
 
 // minus is allocatable less requests (never below zero).
