@@ -126,7 +126,8 @@ type created struct {
 // setUp creates the cluster's objects: namespaces (an existing one gets the
 // document's labels and annotations), RuntimeClasses, runtimes (pool runtimes
 // exist already), LimitRanges and ResourceQuotas with their status.used
-// written through the status subresource (envtest runs no quota controller).
+// written through the status subresource (envtest runs no quota controller),
+// Volcano Queues and Nodes with their status.
 // It returns once mpiguard's cache shows all of them, as the webhooks read
 // from it.
 func setUp(ctx context.Context, c *check.Cluster) *created {
@@ -199,6 +200,15 @@ func setUp(ctx context.Context, c *check.Cluster) *created {
 		add(q)
 		q.Status = status
 		Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of Queue %s", q.Name)
+	}
+	for i := range c.Nodes {
+		// Nodes (cluster-scoped; envtest runs no kubelet) with the
+		// allocatable a kubelet would report.
+		n := c.Nodes[i].DeepCopy()
+		status := n.Status
+		add(n)
+		n.Status = status
+		Expect(env.Client.Status().Update(ctx, n)).To(Succeed(), "writing the status of Node %s", n.Name)
 	}
 	for _, obj := range cache {
 		waitCached(ctx, obj)
