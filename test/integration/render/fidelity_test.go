@@ -98,6 +98,12 @@ func kv(pairs ...string) []string {
 
 func rl(pairs ...string) corev1.ResourceList { return fixtures.ResourceList(kv(pairs...)...) }
 
+// withItem is lr with one more item.
+func withItem(lr *corev1.LimitRange, item corev1.LimitRangeItem) *corev1.LimitRange {
+	lr.Spec.Limits = append(lr.Spec.Limits, item)
+	return lr
+}
+
 var quantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 var _ = Describe("JobView fidelity to the Trainer controller", func() {
@@ -309,6 +315,33 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			limitRanges: []*corev1.LimitRange{
 				fixtures.LimitRange("", "defaults", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
 			},
+			wantProblems: true,
+		}),
+		Entry("LimitRange maxLimitRequestRatio: Worker limits 4 times their request, 2 allowed: invalid pods", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=1")...).Limits(kv("cpu=4")...) }),
+			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
+				corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: rl("cpu=2")})},
+			wantProblems: true,
+		}),
+		Entry("LimitRange maxLimitRequestRatio met by every container", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=1")...).Limits(kv("cpu=2")...) }),
+			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
+				corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: rl("cpu=2")})},
+		}),
+		Entry("LimitRange Pod item: a Worker pod's limits above the pod maximum: invalid pods", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=2")...).Limits(kv("cpu=4")...) }),
+			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "pod-max", rl("cpu=1", "memory=4Gi"), rl("cpu=500m", "memory=2Gi")),
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("cpu=3")})},
+			wantProblems: true,
+		}),
+		Entry("LimitRange Pod item: a minimum of a resource no container requests: invalid pods", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(1) }),
+			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "pod-min", rl("cpu=1", "memory=4Gi"), rl("cpu=500m", "memory=2Gi")),
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("ephemeral-storage=1Gi")})},
 			wantProblems: true,
 		}),
 		Entry("RuntimeClass overhead", pair{
