@@ -98,6 +98,13 @@ func kv(pairs ...string) []string {
 
 func rl(pairs ...string) corev1.ResourceList { return fixtures.ResourceList(kv(pairs...)...) }
 
+// withRatio is lr with its Container item's maxLimitRequestRatio (a
+// LimitRange has one item per type).
+func withRatio(lr *corev1.LimitRange, ratio corev1.ResourceList) *corev1.LimitRange {
+	lr.Spec.Limits[0].MaxLimitRequestRatio = ratio
+	return lr
+}
+
 // withItem is lr with one more item.
 func withItem(lr *corev1.LimitRange, item corev1.LimitRangeItem) *corev1.LimitRange {
 	lr.Spec.Limits = append(lr.Spec.Limits, item)
@@ -320,15 +327,13 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 		Entry("LimitRange maxLimitRequestRatio: Worker limits 4 times their request, 2 allowed: invalid pods", pair{
 			runtime:  clusterRuntime(nil),
 			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=1")...).Limits(kv("cpu=4")...) }),
-			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
-				corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: rl("cpu=2")})},
+			limitRanges: []*corev1.LimitRange{withRatio(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")), rl("cpu=2"))},
 			wantProblems: true,
 		}),
 		Entry("LimitRange maxLimitRequestRatio met by every container", pair{
 			runtime:  clusterRuntime(nil),
 			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=1")...).Limits(kv("cpu=2")...) }),
-			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
-				corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: rl("cpu=2")})},
+			limitRanges: []*corev1.LimitRange{withRatio(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")), rl("cpu=2"))},
 		}),
 		Entry("LimitRange Pod item: a Worker pod's limits above the pod maximum: invalid pods", pair{
 			runtime:  clusterRuntime(nil),
