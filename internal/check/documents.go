@@ -22,6 +22,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -39,6 +40,9 @@ type Cluster struct {
 	Quotas          []corev1.ResourceQuota
 	LimitRanges     []corev1.LimitRange
 	RuntimeClasses  []nodev1.RuntimeClass
+	// PriorityClasses: none among the documents means not known (pods are
+	// taken as they name their class).
+	PriorityClasses []schedulingv1.PriorityClass
 	ClusterRuntimes map[string]*trainer.ClusterTrainingRuntime
 	// Runtimes are keyed "namespace/name".
 	Runtimes  map[string]*trainer.TrainingRuntime
@@ -106,6 +110,7 @@ var codecs = func() serializer.CodecFactory {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(nodev1.AddToScheme(s))
+	utilruntime.Must(schedulingv1.AddToScheme(s))
 	utilruntime.Must(trainer.AddToScheme(s))
 	utilruntime.Must(volcanov1beta1.AddToScheme(s))
 	return serializer.NewCodecFactory(s, serializer.EnableStrict)
@@ -284,6 +289,8 @@ func (c *Cluster) add(source string, doc []byte) error {
 		c.LimitRanges = append(c.LimitRanges, *o)
 	case *nodev1.RuntimeClass:
 		c.RuntimeClasses = append(c.RuntimeClasses, *o)
+	case *schedulingv1.PriorityClass:
+		c.PriorityClasses = append(c.PriorityClasses, *o)
 	case *trainer.ClusterTrainingRuntime:
 		c.ClusterRuntimes[o.Name] = o
 	case *trainer.TrainingRuntime:

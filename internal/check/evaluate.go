@@ -150,11 +150,12 @@ func (r *clusterReader) Runtime(_ context.Context, tj *trainer.TrainJob) (client
 
 func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Namespace, error) {
 	return &pipeline.Namespace{
-		Namespace:      r.namespace(name),
-		Quotas:         r.quotasIn(name),
-		LimitRanges:    r.limitRangesIn(name),
-		RuntimeClasses: r.RuntimeClasses,
-		Reserved:       r.reserved[name],
+		Namespace:       r.namespace(name),
+		Quotas:          r.quotasIn(name),
+		LimitRanges:     r.limitRangesIn(name),
+		RuntimeClasses:  r.RuntimeClasses,
+		PriorityClasses: r.PriorityClasses,
+		Reserved:        r.reserved[name],
 	}, nil
 }
 

@@ -285,7 +285,7 @@ func replicatedJobOf(rj *render.ReplicatedJobView) replicatedJobInput {
 	out := replicatedJobInput{
 		Name: rj.Name, Role: rj.Role, Pods: rj.Pods,
 		PerPod:                    chargeOf(&rj.PerPod),
-		PriorityClassName:         spec.PriorityClassName,
+		PriorityClassName:         rj.PriorityClassName,
 		Terminating:               quota.Terminating(spec),
 		Labels:                    strings0(rj.PodTemplate.Labels),
 		Annotations:               strings0(rj.PodTemplate.Annotations),

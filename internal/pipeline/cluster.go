@@ -6,6 +6,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -57,6 +58,10 @@ type Namespace struct {
 	LimitRanges []corev1.LimitRange
 	// RuntimeClasses add their pod overhead to what pods are charged.
 	RuntimeClasses []nodev1.RuntimeClass
+	// PriorityClasses are the cluster's: the Priority admission plugin gives
+	// pods naming none the globalDefault class and rejects pods naming one
+	// that does not exist (render.Input.PriorityClasses; none: not known).
+	PriorityClasses []schedulingv1.PriorityClass
 	// Reserved are the admitted jobs quotas do not count yet (their pods do
 	// not exist yet): each is counted on top of status.used. The job being
 	// decided may be among them; it is left out of its own decision.

@@ -28,7 +28,7 @@ func PartsOf(view *render.JobView) []v1alpha1.ReservedPart {
 		}
 		parts = append(parts, v1alpha1.ReservedPart{
 			ReplicatedJob: rj.Name, Pods: rj.Pods, Jobs: jobs[rj.Name],
-			PodShape: v1alpha1.PodShape{PerPod: Canonical(rj.PerPod.QuotaUsage()), Scope: ScopeOf(&rj.PodTemplate.Spec)},
+			PodShape: v1alpha1.PodShape{PerPod: Canonical(rj.PerPod.QuotaUsage()), Scope: ScopeOfReplicatedJob(rj)},
 		})
 		delete(jobs, rj.Name)
 	}

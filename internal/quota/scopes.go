@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // Selects says whether a quota's scopes and scope selector select a pod with
@@ -24,6 +25,17 @@ func ScopeOf(spec *corev1.PodSpec) v1alpha1.PodScope {
 		BestEffort:             bestEffort(spec),
 		CrossNamespaceAffinity: crossNamespaceAffinity(spec),
 	}
+}
+
+// ScopeOfReplicatedJob is the scope of rj's pods as admitted: their
+// PriorityClass is the one admission gives them (the globalDefault class
+// for pods that name none), which PriorityClass scopes select by.
+func ScopeOfReplicatedJob(rj *render.ReplicatedJobView) v1alpha1.PodScope {
+	s := ScopeOf(&rj.PodTemplate.Spec)
+	if rj.PriorityClassName != "" {
+		s.PriorityClassName = rj.PriorityClassName
+	}
+	return s
 }
 
 // SelectsScope says whether quota q selects pods of scope s (Selects).
