@@ -50,19 +50,27 @@ func (e *Env) CreateNode(ctx context.Context, node *corev1.Node) *corev1.Node {
 // resource version (present) or has it no more.
 func (e *Env) waitForNode(ctx context.Context, node *corev1.Node, present bool) {
 	ginkgo.GinkgoHelper()
+	e.eachReplicaCache(ctx, "Node "+node.Name, func(g gomega.Gomega, cache client.Reader) {
+		var cached corev1.Node
+		err := cache.Get(ctx, client.ObjectKeyFromObject(node), &cached)
+		if !present {
+			g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "Node %s still cached", node.Name)
+			return
+		}
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(cached.ResourceVersion).To(gomega.Equal(node.ResourceVersion))
+	})
+}
+
+// eachReplicaCache returns once check passes on the cache of every running
+// replica (what names the object waited for in the failure).
+func (e *Env) eachReplicaCache(ctx context.Context, what string, check func(g gomega.Gomega, cache client.Reader)) {
+	ginkgo.GinkgoHelper()
 	for _, r := range e.Replicas {
 		if !r.Running() {
 			continue
 		}
-		gomega.Eventually(func(g gomega.Gomega) {
-			var cached corev1.Node
-			err := r.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(node), &cached)
-			if !present {
-				g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "Node %s still cached", node.Name)
-				return
-			}
-			g.Expect(err).NotTo(gomega.HaveOccurred())
-			g.Expect(cached.ResourceVersion).To(gomega.Equal(node.ResourceVersion))
-		}).WithContext(ctx).Should(gomega.Succeed(), "replica at %s never saw Node %s as expected", r.Addr, node.Name)
+		gomega.Eventually(func(g gomega.Gomega) { check(g, r.Manager.GetClient()) }).WithContext(ctx).
+			Should(gomega.Succeed(), "replica at %s never showed %s as expected", r.Addr, what)
 	}
 }

@@ -192,23 +192,24 @@ func setUp(ctx context.Context, c *check.Cluster) *created {
 			Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of ResourceQuota %s", q.Name)
 		}
 	}
+	// addWithStatus creates obj, then writes the status it was read with
+	// (setStatus puts it back after Create replaced it with the stored one).
+	addWithStatus := func(obj client.Object, setStatus func()) {
+		add(obj)
+		setStatus()
+		Expect(env.Client.Status().Update(ctx, obj)).To(Succeed(), "writing the status of %T %s", obj, obj.GetName())
+	}
 	for i := range c.Queues {
 		// Volcano Queues (cluster-scoped) with the status Volcano would
 		// write: their state and what is allocated.
 		q := c.Queues[i].DeepCopy()
-		status := q.Status
-		add(q)
-		q.Status = status
-		Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of Queue %s", q.Name)
+		addWithStatus(q, func() { q.Status = c.Queues[i].Status })
 	}
 	for i := range c.Nodes {
 		// Nodes (cluster-scoped; envtest runs no kubelet) with the
 		// allocatable a kubelet would report.
 		n := c.Nodes[i].DeepCopy()
-		status := n.Status
-		add(n)
-		n.Status = status
-		Expect(env.Client.Status().Update(ctx, n)).To(Succeed(), "writing the status of Node %s", n.Name)
+		addWithStatus(n, func() { n.Status = c.Nodes[i].Status })
 	}
 	for _, obj := range cache {
 		waitCached(ctx, obj)
