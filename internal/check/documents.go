@@ -36,10 +36,10 @@ import (
 
 // Cluster is what the documents describe.
 type Cluster struct {
-	Namespaces      map[string]*corev1.Namespace
-	Quotas          []corev1.ResourceQuota
-	LimitRanges     []corev1.LimitRange
-	RuntimeClasses  []nodev1.RuntimeClass
+	Namespaces     map[string]*corev1.Namespace
+	Quotas         []corev1.ResourceQuota
+	LimitRanges    []corev1.LimitRange
+	RuntimeClasses []nodev1.RuntimeClass
 	// PriorityClasses: none among the documents means not known (pods are
 	// taken as they name their class).
 	PriorityClasses []schedulingv1.PriorityClass
