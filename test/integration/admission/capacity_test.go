@@ -3,9 +3,13 @@ package admission
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
@@ -37,6 +41,29 @@ var _ = Describe("node capacity through the apiserver", Serial, func() {
 		w := &warningsSeen{}
 		Expect(clientWithWarnings(w).Create(ctx, fixtures.TrainJob(ns, "waits", rt.Name).NumNodes(6).NumProcPerNode(4).Obj())).To(Succeed())
 		Expect(w.list).To(ContainElement(ContainSubstring("[node-capacity] spec.trainer.numNodes: the 6 Workers and the Launcher cannot all run at once: the nodes they may run on hold at most 4 Workers beside the Launcher (2 nodes holding 2 each)")))
+	})
+
+	It("refuses a gang the nodes cannot hold at once when gangEnforcement is deny", func(ctx context.Context) {
+		rt := createRuntime(ctx, gpuWorkers("capacity-deny-"+ns, "4"))
+		params := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: env.PolicyNamespace, Name: "mpiguard-parameters", Labels: map[string]string{"mpiguard.io/policy": "parameters"}},
+			Data:       map[string]string{"parameters.yaml": "policies:\n  node-capacity:\n    parameters: {gangEnforcement: deny}\n"},
+		}
+		Expect(env.Client.Create(ctx, params)).To(Succeed())
+		gang := func(ctx context.Context, name string) error {
+			return env.Client.Create(ctx, fixtures.TrainJob(ns, name, rt.Name).NumNodes(6).NumProcPerNode(4).Obj(), client.DryRunAll)
+		}
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, params))).To(Succeed())
+			// The specs after this one are judged with the default parameters again.
+			Eventually(func() error { return gang(ctx, "after") }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		})
+		Eventually(func() string {
+			if err := gang(ctx, "refused"); err != nil {
+				return err.Error()
+			}
+			return ""
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(ContainSubstring("[node-capacity] spec.trainer.numNodes: the 6 Workers and the Launcher cannot all run at once"))
 	})
 
 	It("admits a gang that fits, without a word", func(ctx context.Context) {
