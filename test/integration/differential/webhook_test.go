@@ -124,7 +124,7 @@ type created struct {
 }
 
 // setUp creates the cluster's objects: namespaces (an existing one gets the
-// document's labels and annotations), RuntimeClasses, runtimes (pool runtimes
+// document's labels and annotations), RuntimeClasses, PriorityClasses, runtimes (pool runtimes
 // exist already), LimitRanges and ResourceQuotas with their status.used
 // written through the status subresource (envtest runs no quota controller),
 // Volcano Queues and Nodes with their status.
@@ -162,6 +162,9 @@ func setUp(ctx context.Context, c *check.Cluster) *created {
 	}
 	for i := range c.RuntimeClasses {
 		add(c.RuntimeClasses[i].DeepCopy())
+	}
+	for i := range c.PriorityClasses {
+		add(c.PriorityClasses[i].DeepCopy())
 	}
 	for name, rt := range c.ClusterRuntimes {
 		if !poolNames[name] {
