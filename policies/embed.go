@@ -9,7 +9,7 @@ import "embed"
 // FS holds every policy folder (parameter schemas included), lib/ and
 // parameters.yaml.
 //
-//go:embed lib parameters.yaml aggregate-quota object-quota slots-gpus max-duration data-residency istio-opt-out runtime-constraints mpiguard-entry rendered-pods pod-security worker-image gang-scheduling
+//go:embed lib parameters.yaml aggregate-quota object-quota slots-gpus max-duration data-residency istio-opt-out runtime-constraints mpiguard-entry rendered-pods pod-security worker-image gang-scheduling node-capacity
 var FS embed.FS
 
 // ParametersFile is the name of the default parameters document in FS.

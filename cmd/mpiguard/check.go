@@ -163,6 +163,7 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 	}
 	var results []check.Result
 	var sources []string // with --each-file, each result's file, for the text output's headings
+	nodesSkipped := false
 	for _, cluster := range clusters {
 		// Runtime templates first, as the runtime-template webhook would
 		// judge their create: the jobs depend on them.
@@ -188,6 +189,7 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		if cluster.DefaultQueueAssumed {
 			fmt.Fprintln(stderr, `note: no Volcano Queue is among the documents read: Volcano's own queue "default" (Open, no capability), which its installation creates, is used`)
 		}
+		nodesSkipped = nodesSkipped || cluster.NodesSkipped
 		for _, name := range cluster.CuratedUsed {
 			fmt.Fprintf(stderr, "note: ClusterTrainingRuntime %q is not among the documents read: the curated one this binary publishes (runtimes/catalog, as on Kubernetes) is used\n", name)
 		}
@@ -195,6 +197,10 @@ func runCheck(ctx context.Context, o checkOptions, stdin io.Reader, stdout, stde
 		for range got {
 			sources = append(sources, cluster.Source)
 		}
+	}
+	if nodesSkipped {
+		// Once, however many clusters (--each-file) were judged without Nodes.
+		fmt.Fprintln(stderr, "note: no Node is among the documents read: the node-capacity check was skipped (add the cluster's Nodes: kubectl get nodes -o yaml)")
 	}
 	if o.output == "json" {
 		err = check.WriteJSON(stdout, results)

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 )
 
@@ -72,6 +73,9 @@ type Options struct {
 	// MaxDelay bounds how long a change waits for its audit when the
 	// namespace never rests for Debounce.
 	MaxDelay time.Duration
+	// Nodes are the cluster's nodes by shape, kept by an informer
+	// (pipeline.WatchNodes); nil: they are listed per audit.
+	Nodes *capacity.Index
 	// PassResults lists every pass in the Reports too (ReportWriter).
 	PassResults bool
 	// SkipNamespaces are never audited: mpiguard's webhooks never govern
@@ -131,7 +135,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, res ReservationRea
 	c := &Controller{
 		auditor: &Auditor{
 			Pipeline:     p,
-			Cluster:      pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
+			Cluster:      pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), NodeIndex: opts.Nodes},
 			Reservations: res,
 			snapshots:    newSnapshotReads(mgr.GetAPIReader(), opts.Interval),
 		},

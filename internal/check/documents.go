@@ -1,6 +1,7 @@
 // Package check evaluates manifests without a cluster, exactly as admission
 // would: the documents read form the cluster (Namespaces, ResourceQuotas with
-// their status.used, LimitRanges, RuntimeClasses, (Cluster)TrainingRuntimes)
+// their status.used, LimitRanges, RuntimeClasses, (Cluster)TrainingRuntimes,
+// Nodes)
 // and every TrainJob among them is rendered, mutated and validated as a CREATE
 // with the same engine and renderer the webhooks use. `mpiguard check`,
 // `mpiguard policy test` and the policy sample suite are built on it.
@@ -21,6 +22,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -34,10 +36,13 @@ import (
 
 // Cluster is what the documents describe.
 type Cluster struct {
-	Namespaces      map[string]*corev1.Namespace
-	Quotas          []corev1.ResourceQuota
-	LimitRanges     []corev1.LimitRange
-	RuntimeClasses  []nodev1.RuntimeClass
+	Namespaces     map[string]*corev1.Namespace
+	Quotas         []corev1.ResourceQuota
+	LimitRanges    []corev1.LimitRange
+	RuntimeClasses []nodev1.RuntimeClass
+	// PriorityClasses: none among the documents means not known (pods are
+	// taken as they name their class).
+	PriorityClasses []schedulingv1.PriorityClass
 	ClusterRuntimes map[string]*trainer.ClusterTrainingRuntime
 	// Runtimes are keyed "namespace/name".
 	Runtimes  map[string]*trainer.TrainingRuntime
@@ -59,6 +64,10 @@ type Cluster struct {
 	// TrainJob was judged with Volcano's default queue because there were none.
 	Queues              []volcanov1beta1.Queue
 	DefaultQueueAssumed bool
+	// Nodes are Node documents (nodes.go); NodesSkipped says a TrainJob was
+	// judged without them: the node-capacity check was skipped.
+	Nodes        []corev1.Node
+	NodesSkipped bool
 	// Ignored lists documents of kinds no decision depends on ("source: kind").
 	Ignored []string
 	// sources maps each object read (objectKey) to its document, to refuse duplicates.
@@ -101,6 +110,7 @@ var codecs = func() serializer.CodecFactory {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(nodev1.AddToScheme(s))
+	utilruntime.Must(schedulingv1.AddToScheme(s))
 	utilruntime.Must(trainer.AddToScheme(s))
 	utilruntime.Must(volcanov1beta1.AddToScheme(s))
 	return serializer.NewCodecFactory(s, serializer.EnableStrict)
@@ -279,12 +289,16 @@ func (c *Cluster) add(source string, doc []byte) error {
 		c.LimitRanges = append(c.LimitRanges, *o)
 	case *nodev1.RuntimeClass:
 		c.RuntimeClasses = append(c.RuntimeClasses, *o)
+	case *schedulingv1.PriorityClass:
+		c.PriorityClasses = append(c.PriorityClasses, *o)
 	case *trainer.ClusterTrainingRuntime:
 		c.ClusterRuntimes[o.Name] = o
 	case *trainer.TrainingRuntime:
 		c.Runtimes[o.Namespace+"/"+o.Name] = o
 	case *volcanov1beta1.Queue:
 		c.Queues = append(c.Queues, *o)
+	case *corev1.Node:
+		c.Nodes = append(c.Nodes, *o)
 	case *trainer.TrainJob:
 		if o.Name == "" {
 			return errors.New("TrainJob has no metadata.name")

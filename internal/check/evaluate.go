@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/input"
 	"github.com/mpiguard/mpiguard/internal/jobstate"
@@ -170,6 +171,8 @@ type clusterReader struct {
 	// unrenderable is, per namespace, why a job created earlier that holds
 	// quota could not be rendered.
 	unrenderable map[string]error
+	// nodes are the Node documents by shape, made once (nodes.go).
+	nodes *capacity.Summary
 }
 
 // hold counts an admitted job that starts pods against its namespace's
@@ -215,10 +218,11 @@ func (r *clusterReader) Runtime(_ context.Context, tj *trainer.TrainJob) (client
 
 func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Namespace, error) {
 	return &pipeline.Namespace{
-		Namespace:      r.namespace(name),
-		Quotas:         r.quotasIn(name),
-		LimitRanges:    r.limitRangesIn(name),
-		RuntimeClasses: r.RuntimeClasses,
+		Namespace:       r.namespace(name),
+		Quotas:          r.quotasIn(name),
+		LimitRanges:     r.limitRangesIn(name),
+		RuntimeClasses:  r.RuntimeClasses,
+		PriorityClasses: r.PriorityClasses,
 	}, nil
 }
 

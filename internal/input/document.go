@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/gang"
 	"github.com/mpiguard/mpiguard/internal/podsecurity"
 	"github.com/mpiguard/mpiguard/internal/quota"
@@ -32,6 +33,9 @@ type document struct {
 	Quotas      []quotaInput   `json:"quotas"` // quota.go
 	Runtime     runtimeInput   `json:"runtime"`
 	Gang        *gang.Input    `json:"gang,omitempty"` // internal/gang; absent without a podGroupPolicy
+	// Capacity is where the job's pods may go on the cluster's nodes
+	// (internal/capacity); absent when no nodes are known.
+	Capacity *capacity.Input `json:"capacity,omitempty"`
 	// Parameters are each policy's parameters, checked and defaulted
 	// against its schema when the set was loaded (internal/engine,
 	// schema.go). The engine gives them per evaluation (Document.Value).
@@ -180,6 +184,7 @@ func build(src *Source, state *QuotaState) document {
 	in.Job.PodSecurity = podSecurityOf(src.View, in.Namespace.Labels)
 	in.Job.Objects = quota.ObjectsInputOf(src.View, src.Quotas, state.held())
 	in.Gang = gang.InputOf(src.View, src.VolcanoQueues)
+	in.Capacity = capacity.Of(src.View, src.Nodes, src.RuntimeClasses)
 	if src.OldTrainJob != nil {
 		old := trainJobOf(src.OldTrainJob)
 		in.OldTrainJob = &old
@@ -280,7 +285,7 @@ func replicatedJobOf(rj *render.ReplicatedJobView) replicatedJobInput {
 	out := replicatedJobInput{
 		Name: rj.Name, Role: rj.Role, Pods: rj.Pods,
 		PerPod:                    chargeOf(&rj.PerPod),
-		PriorityClassName:         spec.PriorityClassName,
+		PriorityClassName:         rj.PriorityClassName,
 		Terminating:               quota.Terminating(spec),
 		Labels:                    strings0(rj.PodTemplate.Labels),
 		Annotations:               strings0(rj.PodTemplate.Annotations),

@@ -93,7 +93,7 @@ func quotasOf(src *Source, state *QuotaState) []quotaInput {
 		selected := make([]bool, len(v.ReplicatedJobs))
 		roles := []string{}
 		for j := range v.ReplicatedJobs {
-			if selected[j] = quota.Selects(q, &v.ReplicatedJobs[j].PodTemplate.Spec); selected[j] {
+			if selected[j] = quota.SelectsScope(q, quota.ScopeOfReplicatedJob(&v.ReplicatedJobs[j])); selected[j] {
 				roles = append(roles, v.ReplicatedJobs[j].Name)
 			}
 		}

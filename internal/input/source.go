@@ -7,7 +7,9 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/gang"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/render"
@@ -58,6 +60,12 @@ type Source struct {
 	// VolcanoQueues are the cluster's Volcano queues, read for a job that
 	// gangs with Volcano (nil otherwise): input.gang (internal/gang).
 	VolcanoQueues *gang.Queues
+
+	// Nodes are the cluster's nodes by shape (internal/capacity), nil when
+	// none are known: input.capacity is then absent. RuntimeClasses are the
+	// cluster's, whose scheduling the pods' placement merges.
+	Nodes          *capacity.Summary
+	RuntimeClasses []nodev1.RuntimeClass
 }
 
 // RuntimeMeta identifies a (Cluster)TrainingRuntime to policies.
@@ -77,9 +85,10 @@ type Document struct {
 	doc document // the parts as Go values (the schema), trainJob's entries empty
 	// request, job, namespace, quotas, runtime and oldTrainJob (nil on
 	// CREATE) are the parts of doc as OPA values.
-	// gang is input.gang, nil for a job without a podGroupPolicy.
-	request, job, namespace, quotas, runtime, oldTrainJob, gang *ast.Term
-	entries                                                     []Entry
+	// gang is input.gang, nil for a job without a podGroupPolicy;
+	// capacity is input.capacity, nil when no nodes are known.
+	request, job, namespace, quotas, runtime, oldTrainJob, gang, capacity *ast.Term
+	entries                                                               []Entry
 }
 
 // New builds the input document of src's job. An error means the job
@@ -108,6 +117,9 @@ func (d *Document) makeValues() error {
 	}
 	if d.doc.Gang != nil {
 		d.gang = extern.term(d.doc.Gang)
+	}
+	if d.doc.Capacity != nil {
+		d.capacity = extern.term(d.doc.Capacity)
 	}
 	return extern.err
 }
@@ -186,6 +198,9 @@ func (d *Document) object(trainJob, parameters *ast.Term) ast.Value {
 	}
 	if d.gang != nil {
 		obj.Insert(ast.StringTerm("gang"), d.gang)
+	}
+	if d.capacity != nil {
+		obj.Insert(ast.StringTerm("capacity"), d.capacity)
 	}
 	return obj
 }

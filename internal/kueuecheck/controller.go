@@ -23,6 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueac "sigs.k8s.io/kueue/pkg/util/admissioncheck"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	// MaxRetryBackoff.
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
+	// Nodes are the cluster's nodes by shape, kept by an informer
+	// (pipeline.WatchNodes); nil: they are listed per decision.
+	Nodes *capacity.Index
 }
 
 // DefaultOptions are on, with retries after 10 s, 20 s, ... at most 5 min apart.
@@ -127,7 +131,7 @@ func SetupWithManager(mgr ctrl.Manager, p *pipeline.Pipeline, admitter *admit.Ad
 	}
 	r := &Reconciler{
 		client:   mgr.GetClient(),
-		cluster:  pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
+		cluster:  pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), NodeIndex: opts.Nodes},
 		pipeline: p,
 		admitter: admitter,
 		recorder: mgr.GetEventRecorder("mpiguard-admission-check"),

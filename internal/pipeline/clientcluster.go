@@ -8,6 +8,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpiguard/mpiguard/internal/capacity"
 )
 
 // ClientCluster is the Cluster a running cluster is, read with
@@ -29,6 +32,9 @@ type ClientCluster struct {
 	// have: a runtime or namespace created a moment before the TrainJob is
 	// not in the cache yet, and must not make the submit fail.
 	Live client.Reader
+	// NodeIndex, when set, is the cluster's nodes by shape, kept by an
+	// informer (capacity.Index); Nodes reads it instead of listing Nodes.
+	NodeIndex *capacity.Index
 }
 
 var _ Cluster = ClientCluster{}
@@ -143,7 +149,11 @@ func (c ClientCluster) Namespace(ctx context.Context, ns string) (*Namespace, er
 	if err := c.Reader.List(ctx, &runtimeClasses); err != nil {
 		return nil, fmt.Errorf("listing RuntimeClasses: %w", err)
 	}
-	out.Quotas, out.LimitRanges, out.RuntimeClasses = quotas.Items, limitRanges.Items, runtimeClasses.Items
+	var priorityClasses schedulingv1.PriorityClassList
+	if err := c.Reader.List(ctx, &priorityClasses); err != nil {
+		return nil, fmt.Errorf("listing PriorityClasses: %w", err)
+	}
+	out.Quotas, out.LimitRanges, out.RuntimeClasses, out.PriorityClasses = quotas.Items, limitRanges.Items, runtimeClasses.Items, priorityClasses.Items
 	return out, nil
 }
 

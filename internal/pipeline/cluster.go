@@ -6,10 +6,12 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/gang"
 )
 
@@ -36,6 +38,9 @@ type Cluster interface {
 	// VolcanoQueues returns the cluster's Volcano queues (gang.go), read
 	// only for a job that gangs with Volcano.
 	VolcanoQueues(ctx context.Context) (*gang.Queues, error)
+	// Nodes returns the cluster's nodes by shape (nodes.go), nil when none
+	// are known: the node-capacity policy then judges nothing.
+	Nodes(ctx context.Context) (*capacity.Summary, error)
 }
 
 // Namespace is what a namespace contributes to a decision.
@@ -50,4 +55,8 @@ type Namespace struct {
 	LimitRanges []corev1.LimitRange
 	// RuntimeClasses add their pod overhead to what pods are charged.
 	RuntimeClasses []nodev1.RuntimeClass
+	// PriorityClasses are the cluster's: the Priority admission plugin gives
+	// pods naming none the globalDefault class and rejects pods naming one
+	// that does not exist (render.Input.PriorityClasses; none: not known).
+	PriorityClasses []schedulingv1.PriorityClass
 }

@@ -220,7 +220,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	if stage == Admit {
 		job = job.DeepCopy() // the mutation is applied to it
 	}
-	in := render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, OwnManager: engine.AdmissionManager}
+	in := render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, PriorityClasses: ns.PriorityClasses, OwnManager: engine.AdmissionManager}
 	view, err := p.renderer.Render(ctx, in)
 	if err != nil {
 		return nil, err
@@ -246,6 +246,10 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	if src.VolcanoQueues, err = volcanoQueues(ctx, c, view); err != nil {
 		return nil, err
 	}
+	if src.Nodes, err = c.Nodes(ctx); err != nil {
+		return nil, err
+	}
+	src.RuntimeClasses = ns.RuntimeClasses
 	doc, err := input.New(src)
 	if err != nil {
 		return nil, err

@@ -54,7 +54,7 @@ func PartsOf(view *render.JobView) []Part {
 		}
 		parts = append(parts, Part{
 			ReplicatedJob: rj.Name, Pods: rj.Pods, Jobs: jobs[rj.Name],
-			PerPod: Canonical(rj.PerPod.QuotaUsage()), Scope: ScopeOf(&rj.PodTemplate.Spec),
+			PerPod: Canonical(rj.PerPod.QuotaUsage()), Scope: ScopeOfReplicatedJob(rj),
 		})
 		delete(jobs, rj.Name)
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mpiguard/mpiguard/internal/render"
 )
 
 // Selects says whether a quota's scopes and scope selector select a pod with
@@ -37,6 +39,17 @@ func ScopeOf(spec *corev1.PodSpec) Scope {
 		BestEffort:             bestEffort(spec),
 		CrossNamespaceAffinity: crossNamespaceAffinity(spec),
 	}
+}
+
+// ScopeOfReplicatedJob is the scope of rj's pods as admitted: their
+// PriorityClass is the one admission gives them (the globalDefault class
+// for pods that name none), which PriorityClass scopes select by.
+func ScopeOfReplicatedJob(rj *render.ReplicatedJobView) Scope {
+	s := ScopeOf(&rj.PodTemplate.Spec)
+	if rj.PriorityClassName != "" {
+		s.PriorityClassName = rj.PriorityClassName
+	}
+	return s
 }
 
 // SelectsScope says whether quota q selects pods of scope s (Selects).

@@ -7,6 +7,7 @@ import (
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -41,6 +42,41 @@ type admissionContext struct {
 	defaults       corev1.ResourceRequirements
 	runtimeClasses []nodev1.RuntimeClass
 	limitRanges    []corev1.LimitRange
+	// priorityClasses are the cluster's (none: not known, not judged).
+	priorityClasses []schedulingv1.PriorityClass
+}
+
+// withPriorityClasses is a with the cluster's PriorityClasses.
+func (a *admissionContext) withPriorityClasses(classes []schedulingv1.PriorityClass) *admissionContext {
+	a.priorityClasses = classes
+	return a
+}
+
+// admitPriority is the Priority admission plugin on a new pod: no class
+// named, the globalDefault class (the lowest valued of several) is set; a
+// class named that does not exist is a problem.
+func (a *admissionContext) admitPriority(pod *corev1.Pod, podPath *field.Path) field.ErrorList {
+	if len(a.priorityClasses) == 0 {
+		return nil
+	}
+	name := pod.Spec.PriorityClassName
+	if name == "" {
+		var def *schedulingv1.PriorityClass
+		for i := range a.priorityClasses {
+			if pc := &a.priorityClasses[i]; pc.GlobalDefault && (def == nil || pc.Value < def.Value) {
+				def = pc
+			}
+		}
+		if def != nil {
+			pod.Spec.PriorityClassName = def.Name
+		}
+		return nil
+	}
+	if slices.ContainsFunc(a.priorityClasses, func(pc schedulingv1.PriorityClass) bool { return pc.Name == name }) {
+		return nil
+	}
+	return field.ErrorList{field.NotFound(podPath.Child("priorityClassName"),
+		name+": the Priority admission plugin rejects pods whose PriorityClass does not exist (no PriorityClass with name "+name+" was found); "+hangHint+"; create the PriorityClass or name one that exists")}
 }
 
 func newAdmissionContext(limitRanges []corev1.LimitRange, runtimeClasses []nodev1.RuntimeClass) *admissionContext {
@@ -112,6 +148,7 @@ func (a *admissionContext) admittedPod(template *corev1.PodTemplateSpec, podPath
 			pod.Spec.Overhead = fixed.DeepCopy()
 		}
 	}
+	problems = append(problems, a.admitPriority(pod, podPath)...)
 	problems = append(problems, a.limitRangeProblems(pod, podPath)...)
 	return pod, problems
 }

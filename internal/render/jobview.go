@@ -95,6 +95,10 @@ type ReplicatedJobView struct {
 	PodTemplate corev1.PodTemplateSpec
 	// PerPod is what one pod is charged against ResourceQuota.
 	PerPod Charge
+	// PriorityClassName is the pods' PriorityClass as admitted: the
+	// template's, or the cluster's globalDefault class when it names none
+	// (the Priority admission plugin). Quota scopes select by it.
+	PriorityClassName string
 	// Requested is the pod template's metadata without the Input.OwnManager
 	// entry; nil when the TrainJob has none (PodTemplate's is the same).
 	Requested *PodMetadata

@@ -3,12 +3,14 @@ package render
 import (
 	"fmt"
 	"maps"
+	"math/big"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // k8s.io/kubernetes/pkg/apis/core/validation cannot be imported sanely: the
@@ -149,47 +151,134 @@ func overcommitAllowed(name corev1.ResourceName) bool {
 	return native && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
-// limitRangeProblems checks an admitted pod against the Container items of the
-// namespace's LimitRanges, as LimitRanger's validation does.
+// limitRangeProblems checks an admitted pod against the namespace's
+// LimitRanges as LimitRanger's validation does (PodValidateLimitFunc):
+// Container items against each container and init container, Pod items
+// against the pod's summed requests and limits (without overhead), each by
+// min, max and maxLimitRequestRatio, comparing in milli units where they
+// fit as it does.
 func (a *admissionContext) limitRangeProblems(pod *corev1.Pod, podPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i := range a.limitRanges {
 		lr := &a.limitRanges[i]
 		for _, item := range lr.Spec.Limits {
-			if item.Type != corev1.LimitTypeContainer {
-				continue
-			}
-			check := func(c *corev1.Container, cPath *field.Path) {
-				for _, name := range slices.Sorted(maps.Keys(item.Min)) { // stable messages, as in resourceProblems
-					minimum := item.Min[name]
-					if req, ok := c.Resources.Requests[name]; ok && req.Cmp(minimum) < 0 {
-						errs = append(errs, field.Forbidden(cPath.Child("resources", "requests").Key(string(name)), fmt.Sprintf(
-							"minimum %s usage per Container is %s, but request is %s (LimitRange %q); %s; raise the request to at least %s",
-							name, minimum.String(), req.String(), lr.Name, hangHint, minimum.String())))
-					}
+			switch item.Type {
+			case corev1.LimitTypeContainer:
+				for j := range pod.Spec.InitContainers {
+					c := &pod.Spec.InitContainers[j]
+					errs = append(errs, limitItemProblems(lr.Name, &item, c.Resources.Requests, c.Resources.Limits, podPath.Child("initContainers").Key(c.Name), "Container")...)
 				}
-				for _, name := range slices.Sorted(maps.Keys(item.Max)) {
-					maximum := item.Max[name]
-					lim, ok := c.Resources.Limits[name]
-					switch {
-					case !ok:
-						errs = append(errs, field.Forbidden(cPath.Child("resources", "limits").Key(string(name)), fmt.Sprintf(
-							"maximum %s usage per Container is %s, but no limit is specified (LimitRange %q); %s; set a %s limit of at most %s",
-							name, maximum.String(), lr.Name, hangHint, name, maximum.String())))
-					case lim.Cmp(maximum) > 0:
-						errs = append(errs, field.Forbidden(cPath.Child("resources", "limits").Key(string(name)), fmt.Sprintf(
-							"maximum %s usage per Container is %s, but limit is %s (LimitRange %q); %s; lower the limit to at most %s",
-							name, maximum.String(), lim.String(), lr.Name, hangHint, maximum.String())))
-					}
+				for j := range pod.Spec.Containers {
+					c := &pod.Spec.Containers[j]
+					errs = append(errs, limitItemProblems(lr.Name, &item, c.Resources.Requests, c.Resources.Limits, podPath.Child("containers").Key(c.Name), "Container")...)
 				}
-			}
-			for j := range pod.Spec.InitContainers {
-				check(&pod.Spec.InitContainers[j], podPath.Child("initContainers").Key(pod.Spec.InitContainers[j].Name))
-			}
-			for j := range pod.Spec.Containers {
-				check(&pod.Spec.Containers[j], podPath.Child("containers").Key(pod.Spec.Containers[j].Name))
+			case corev1.LimitTypePod:
+				opts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
+				errs = append(errs, limitItemProblems(lr.Name, &item, resourcehelper.PodRequests(pod, opts), resourcehelper.PodLimits(pod, opts), podPath, "Pod")...)
 			}
 		}
 	}
 	return errs
+}
+
+// limitItemProblems is LimitRanger's minConstraint, maxConstraint and
+// limitRequestRatioConstraint of one LimitRange item on one container's
+// (or pod's, kind "Pod") requests and limits, reported at path.
+func limitItemProblems(lrName string, item *corev1.LimitRangeItem, requests, limits corev1.ResourceList, path *field.Path, kind string) field.ErrorList {
+	var errs field.ErrorList
+	// A Pod item's amounts are the pod's sums: reported at the pod's own
+	// resources.
+	requestsPath, limitsPath := path.Child("resources", "requests"), path.Child("resources", "limits")
+	for _, name := range slices.Sorted(maps.Keys(item.Min)) { // stable messages, as in resourceProblems
+		min := item.Min[name]
+		req, hasReq := requests[name]
+		lim, hasLim := limits[name]
+		r, l, m := enforcedValues(req, lim, min)
+		switch {
+		case !hasReq:
+			errs = append(errs, field.Forbidden(requestsPath.Key(string(name)), fmt.Sprintf(
+				"minimum %s usage per %s is %s, but no request is specified (LimitRange %q); %s; request at least %s",
+				name, kind, min.String(), lrName, hangHint, min.String())))
+		case r < m:
+			errs = append(errs, field.Forbidden(requestsPath.Key(string(name)), fmt.Sprintf(
+				"minimum %s usage per %s is %s, but request is %s (LimitRange %q); %s; raise the request to at least %s",
+				name, kind, min.String(), req.String(), lrName, hangHint, min.String())))
+		case hasLim && l < m:
+			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
+				"minimum %s usage per %s is %s, but limit is %s (LimitRange %q); %s; raise the limit to at least %s",
+				name, kind, min.String(), lim.String(), lrName, hangHint, min.String())))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(item.Max)) {
+		max := item.Max[name]
+		req, hasReq := requests[name]
+		lim, hasLim := limits[name]
+		r, l, m := enforcedValues(req, lim, max)
+		switch {
+		case !hasLim:
+			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
+				"maximum %s usage per %s is %s, but no limit is specified (LimitRange %q); %s; set a %s limit of at most %s",
+				name, kind, max.String(), lrName, hangHint, name, max.String())))
+		case l > m:
+			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
+				"maximum %s usage per %s is %s, but limit is %s (LimitRange %q); %s; lower the limit to at most %s",
+				name, kind, max.String(), lim.String(), lrName, hangHint, max.String())))
+		case hasReq && r > m:
+			errs = append(errs, field.Forbidden(requestsPath.Key(string(name)), fmt.Sprintf(
+				"maximum %s usage per %s is %s, but request is %s (LimitRange %q); %s; lower the request to at most %s",
+				name, kind, max.String(), req.String(), lrName, hangHint, max.String())))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(item.MaxLimitRequestRatio)) {
+		ratio := item.MaxLimitRequestRatio[name]
+		req, hasReq := requests[name]
+		lim, hasLim := limits[name]
+		r, l, _ := enforcedValues(req, lim, ratio)
+		observed := float64(l) / float64(r)
+		shown, most := observed, float64(ratio.Value())
+		if ratio.Value() <= resource.MaxMilliValue {
+			observed, most = observed*1000, float64(ratio.MilliValue())
+		}
+		switch {
+		case !hasReq || r == 0:
+			errs = append(errs, field.Forbidden(requestsPath.Key(string(name)), fmt.Sprintf(
+				"%s max limit to request ratio per %s is %s, but no request is specified or request is 0 (LimitRange %q); %s; request %s, at least its limit / %s",
+				name, kind, ratio.String(), lrName, hangHint, name, ratio.String())))
+		case !hasLim || l == 0:
+			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
+				"%s max limit to request ratio per %s is %s, but no limit is specified or limit is 0 (LimitRange %q); %s; set a %s limit of at most %s x its request",
+				name, kind, ratio.String(), lrName, hangHint, name, ratio.String())))
+		case observed > most:
+			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
+				"%s max limit to request ratio per %s is %s, but provided ratio is %f (limit %s, request %s; LimitRange %q); %s; raise the request to at least %s or lower the limit",
+				name, kind, ratio.String(), shown, lim.String(), req.String(), lrName, hangHint, minRequest(lim, ratio))))
+		}
+	}
+	return errs
+}
+
+// enforcedValues is LimitRanger's requestLimitEnforcedValues: the three
+// amounts in milli units when none exceeds what milli units hold, else in
+// units.
+func enforcedValues(request, limit, enforced resource.Quantity) (r, l, e int64) {
+	r, l, e = request.Value(), limit.Value(), enforced.Value()
+	if r <= resource.MaxMilliValue && l <= resource.MaxMilliValue && e <= resource.MaxMilliValue {
+		r, l, e = request.MilliValue(), limit.MilliValue(), enforced.MilliValue()
+	}
+	return r, l, e
+}
+
+// minRequest is the least request a limit allows under a ratio, rounded up
+// to a milli unit, as a quantity to write.
+func minRequest(limit, ratio resource.Quantity) string {
+	if ratio.MilliValue() <= 0 {
+		return limit.String()
+	}
+	n := new(big.Int).Mul(big.NewInt(limit.MilliValue()), big.NewInt(1000))
+	d := big.NewInt(ratio.MilliValue())
+	n.Add(n, d).Sub(n, big.NewInt(1)).Quo(n, d) // rounded up
+	if !n.IsInt64() {
+		return limit.String()
+	}
+	return resource.NewMilliQuantity(n.Int64(), limit.Format).String()
 }

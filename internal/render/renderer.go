@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -46,6 +47,11 @@ type Input struct {
 	LimitRanges []corev1.LimitRange
 	// RuntimeClasses of the cluster: a pod's runtimeClassName adds its pod overhead.
 	RuntimeClasses []nodev1.RuntimeClass
+	// PriorityClasses of the cluster, as the Priority admission plugin reads
+	// them: a pod naming none gets the globalDefault class, a pod naming one
+	// that does not exist is rejected. None: not known (a cluster always has
+	// the built-in system classes), and pods are taken as they name theirs.
+	PriorityClasses []schedulingv1.PriorityClass
 	// OwnManager is the manager of the caller's own spec.runtimePatches entry
 	// (mpiguard's). When the TrainJob has one, each ReplicatedJobView's
 	// Requested says what its pod template's labels and annotations are
@@ -176,7 +182,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 		return nil, fmt.Errorf("render: TrainJob %s: reading the rendered JobSet: %w", trainJob.Name, err)
 	}
 	replicas := replicaCounts(jobSetApply)
-	view = buildView(trainJob, runtimeObj, jobSet, replicas, hostfile, in.LimitRanges, in.RuntimeClasses)
+	view = buildView(trainJob, runtimeObj, jobSet, replicas, hostfile, newAdmissionContext(in.LimitRanges, in.RuntimeClasses).withPriorityClasses(in.PriorityClasses))
 	if view.Objects, err = objectsOf(trainJob, objects, rr.secrets, jobSet, replicas); err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: %w", trainJob.Name, err)
 	}

@@ -19,7 +19,7 @@ import (
 
 // buildView reads the rendered JobSet (and MPI hostfile) into a JobView.
 func buildView(trainJob *trainer.TrainJob, runtimeObj client.Object, jobSet *jobsetv1alpha2.JobSet, replicas []int32, hostfile *string,
-	limitRanges []corev1.LimitRange, runtimeClasses []nodev1.RuntimeClass) *JobView {
+	admission *admissionContext) *JobView {
 	view := &JobView{
 		RuntimeKind: runtimeObj.GetObjectKind().GroupVersionKind().Kind,
 		RuntimeName: runtimeObj.GetName(),
@@ -34,7 +34,7 @@ func buildView(trainJob *trainer.TrainJob, runtimeObj client.Object, jobSet *job
 		view.NumNodes = *trainJob.Spec.Trainer.NumNodes
 	}
 
-	addReplicatedJobs(view, jobSet, replicas, limitRanges, runtimeClasses)
+	addReplicatedJobs(view, jobSet, replicas, admission)
 	for i := range view.ReplicatedJobs {
 		switch view.ReplicatedJobs[i].Role {
 		case RoleLauncher:
@@ -59,10 +59,9 @@ func buildView(trainJob *trainer.TrainJob, runtimeObj client.Object, jobSet *job
 
 // addReplicatedJobs adds the replicated jobs of jobSet to view: their pods
 // (replicas[i] each, or the JobSet's own replicas when replicas is nil), as
-// the apiserver admits them (LimitRanges, RuntimeClass overhead), and what
-// each pod charges.
-func addReplicatedJobs(view *JobView, jobSet *jobsetv1alpha2.JobSet, replicas []int32, limitRanges []corev1.LimitRange, runtimeClasses []nodev1.RuntimeClass) {
-	admission := newAdmissionContext(limitRanges, runtimeClasses)
+// the apiserver admits them (LimitRanges, RuntimeClass overhead, the
+// PriorityClass), and what each pod charges.
+func addReplicatedJobs(view *JobView, jobSet *jobsetv1alpha2.JobSet, replicas []int32, admission *admissionContext) {
 	rjPath := field.NewPath("spec", "replicatedJobs")
 	view.ReplicatedJobs = make([]ReplicatedJobView, len(jobSet.Spec.ReplicatedJobs))
 	for i := range jobSet.Spec.ReplicatedJobs {
@@ -84,6 +83,7 @@ func addReplicatedJobs(view *JobView, jobSet *jobsetv1alpha2.JobSet, replicas []
 		problems = append(problems, admittedPodProblems(pod, podPath, problems)...)
 		view.Problems = append(view.Problems, append(problems, admissionProblems...)...)
 		rv.PerPod = podCharge(pod)
+		rv.PriorityClassName = pod.Spec.PriorityClassName
 		addCharge(&view.Total, &rv.PerPod, rv.Pods)
 	}
 }
@@ -93,7 +93,7 @@ func addReplicatedJobs(view *JobView, jobSet *jobsetv1alpha2.JobSet, replicas []
 // rendered from its runtime but whose JobSet the Trainer built.
 func OfJobSet(jobSet *jobsetv1alpha2.JobSet, limitRanges []corev1.LimitRange, runtimeClasses []nodev1.RuntimeClass) *JobView {
 	view := &JobView{}
-	addReplicatedJobs(view, jobSet.DeepCopy(), nil, limitRanges, runtimeClasses)
+	addReplicatedJobs(view, jobSet.DeepCopy(), nil, newAdmissionContext(limitRanges, runtimeClasses))
 	return view
 }
 

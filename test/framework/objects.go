@@ -51,16 +51,11 @@ func (e *Env) CreateQuota(ctx context.Context, q *corev1.ResourceQuota, used cor
 // shows q's status: used names names.
 func (e *Env) waitReplicasSeeQuotaStatus(ctx context.Context, q *corev1.ResourceQuota, names int) {
 	ginkgo.GinkgoHelper()
-	for _, r := range e.Replicas {
-		if !r.Running() {
-			continue
-		}
-		gomega.Eventually(func(g gomega.Gomega) {
-			var cached corev1.ResourceQuota
-			g.Expect(r.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(q), &cached)).To(gomega.Succeed())
-			g.Expect(cached.Status.Used).To(gomega.HaveLen(names))
-		}).Should(gomega.Succeed(), "replica at %s never saw the quota's status", r.Addr)
-	}
+	e.eachReplicaCache(ctx, "the status of ResourceQuota "+q.Name, func(g gomega.Gomega, cache client.Reader) {
+		var cached corev1.ResourceQuota
+		g.Expect(cache.Get(ctx, client.ObjectKeyFromObject(q), &cached)).To(gomega.Succeed())
+		g.Expect(cached.Status.Used).To(gomega.HaveLen(names))
+	})
 }
 
 // ReservedJobs lists the TrainJobs whose quota the QuotaReservation of

@@ -52,14 +52,9 @@ func (e *Env) UpdateVolcanoQueue(ctx context.Context, q *volcanov1beta1.Queue) {
 
 func (e *Env) waitForQueue(ctx context.Context, q *volcanov1beta1.Queue) {
 	ginkgo.GinkgoHelper()
-	for _, r := range e.Replicas {
-		if !r.Running() {
-			continue
-		}
-		gomega.Eventually(func(g gomega.Gomega) {
-			var cached volcanov1beta1.Queue
-			g.Expect(r.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(q), &cached)).To(gomega.Succeed())
-			g.Expect(cached.ResourceVersion).To(gomega.Equal(q.ResourceVersion))
-		}).WithContext(ctx).Should(gomega.Succeed(), "replica at %s never saw Queue %s", r.Addr, q.Name)
-	}
+	e.eachReplicaCache(ctx, "Queue "+q.Name, func(g gomega.Gomega, cache client.Reader) {
+		var cached volcanov1beta1.Queue
+		g.Expect(cache.Get(ctx, client.ObjectKeyFromObject(q), &cached)).To(gomega.Succeed())
+		g.Expect(cached.ResourceVersion).To(gomega.Equal(q.ResourceVersion))
+	})
 }

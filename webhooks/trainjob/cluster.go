@@ -22,6 +22,10 @@ import "github.com/mpiguard/mpiguard/internal/pipeline"
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get
 // RuntimeClass overhead counts against the quota.
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
+// PriorityClasses: the class the Priority admission plugin gives the pods
+// (globalDefault), which quota scopes select by, and whether the one they
+// name exists.
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 
 // cluster reads, from the manager's cache (and the apiserver for what the
 // cache does not have yet), the objects a TrainJob's decision depends on.

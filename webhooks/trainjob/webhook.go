@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reservations/admit"
 )
@@ -36,6 +37,9 @@ type Options struct {
 	// shares one (the Kueue AdmissionCheck too), so their decisions in a
 	// namespace are batched together.
 	Reservations *admit.Admitter
+	// Nodes are the cluster's nodes by shape, kept by an informer
+	// (pipeline.WatchNodes); nil: they are listed per decision.
+	Nodes *capacity.Index
 }
 
 // SetupWithManager registers the TrainJob webhooks on the manager's webhook server.
@@ -44,7 +48,7 @@ func SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("trainjob webhooks need an admission pipeline and a reservation transaction")
 	}
 	a := &admitter{
-		cluster:      cluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
+		cluster:      cluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), NodeIndex: opts.Nodes},
 		pipeline:     opts.Pipeline,
 		reservations: opts.Reservations,
 		recorder:     mgr.GetEventRecorder(EventsController),

@@ -18,6 +18,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reload"
 )
 
@@ -146,6 +147,9 @@ func cacheOptions(ownNamespace string) cache.Options {
 				Namespaces: map[string]cache.Config{ownNamespace: {}},
 				Label:      labels.NewSelector().Add(*isPolicy),
 			},
+			// Nodes are read for their shapes only (internal/capacity):
+			// the rest of each Node is dropped from the cache.
+			&corev1.Node{}: {Transform: pipeline.TrimNode},
 			// QuotaReservations live in mpiguard's own namespace only.
 			&quotav1alpha1.QuotaReservation{}: {Namespaces: map[string]cache.Config{ownNamespace: {}}},
 		}}

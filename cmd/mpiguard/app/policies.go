@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -119,6 +120,21 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 		// A create hears the NetworkPolicy template its job gets.
 		p.DescribeNetworkPolicies(np)
 	}
+	// The cluster's nodes by shape (node-capacity policy), kept by one Node
+	// informer for every decision; ready once every node was listed.
+	nodes, nodesSynced, err := pipeline.WatchNodes(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("nodes", func(*http.Request) error {
+		if !nodesSynced() {
+			return errors.New("the Node informer has not listed every node yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	ao.Nodes, ko.Nodes = nodes, nodes
 	if err := setupAudit(mgr, p, loader, o.Namespace, ao); err != nil {
 		return err
 	}
@@ -126,12 +142,12 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	// decisions in a namespace are batched together, each on the other's
 	// last write.
 	store := store.NewStore(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.Namespace)
-	admitter := admit.NewAdmitter(store, pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}, p,
+	admitter := admit.NewAdmitter(store, pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), NodeIndex: nodes}, p,
 		admit.AdmitterOptions{Grace: o.ReservationGrace, MaxUnconfirmed: o.MaxUnconfirmedReservations, Recorder: mgr.GetEventRecorder("mpiguard-quota")})
 	if err := setupKueueCheck(mgr, p, admitter, ko); err != nil {
 		return err
 	}
-	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, Reservations: admitter})
+	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, Reservations: admitter, Nodes: nodes})
 }
 
 // setupAudit runs audit on the elected leader with the webhooks' pipeline,

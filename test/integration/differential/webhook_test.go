@@ -124,9 +124,10 @@ type created struct {
 }
 
 // setUp creates the cluster's objects: namespaces (an existing one gets the
-// document's labels and annotations), RuntimeClasses, runtimes (pool runtimes
+// document's labels and annotations), RuntimeClasses, PriorityClasses, runtimes (pool runtimes
 // exist already), LimitRanges and ResourceQuotas with their status.used
-// written through the status subresource (envtest runs no quota controller).
+// written through the status subresource (envtest runs no quota controller),
+// Volcano Queues and Nodes with their status.
 // It returns once mpiguard's cache shows all of them, as the webhooks read
 // from it.
 func setUp(ctx context.Context, c *check.Cluster) *created {
@@ -162,6 +163,9 @@ func setUp(ctx context.Context, c *check.Cluster) *created {
 	for i := range c.RuntimeClasses {
 		add(c.RuntimeClasses[i].DeepCopy())
 	}
+	for i := range c.PriorityClasses {
+		add(c.PriorityClasses[i].DeepCopy())
+	}
 	for name, rt := range c.ClusterRuntimes {
 		if !poolNames[name] {
 			add(rt.DeepCopy())
@@ -191,14 +195,24 @@ func setUp(ctx context.Context, c *check.Cluster) *created {
 			Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of ResourceQuota %s", q.Name)
 		}
 	}
+	// addWithStatus creates obj, then writes the status it was read with
+	// (setStatus puts it back after Create replaced it with the stored one).
+	addWithStatus := func(obj client.Object, setStatus func()) {
+		add(obj)
+		setStatus()
+		Expect(env.Client.Status().Update(ctx, obj)).To(Succeed(), "writing the status of %T %s", obj, obj.GetName())
+	}
 	for i := range c.Queues {
 		// Volcano Queues (cluster-scoped) with the status Volcano would
 		// write: their state and what is allocated.
 		q := c.Queues[i].DeepCopy()
-		status := q.Status
-		add(q)
-		q.Status = status
-		Expect(env.Client.Status().Update(ctx, q)).To(Succeed(), "writing the status of Queue %s", q.Name)
+		addWithStatus(q, func() { q.Status = c.Queues[i].Status })
+	}
+	for i := range c.Nodes {
+		// Nodes (cluster-scoped; envtest runs no kubelet) with the
+		// allocatable a kubelet would report.
+		n := c.Nodes[i].DeepCopy()
+		addWithStatus(n, func() { n.Status = c.Nodes[i].Status })
 	}
 	for _, obj := range cache {
 		waitCached(ctx, obj)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +38,8 @@ type pair struct {
 	trainJob       func(ns, runtimeName string) *trainer.TrainJob
 	limitRanges    []*corev1.LimitRange
 	runtimeClasses []*nodev1.RuntimeClass
+	// priorityClasses are created for the case and deleted after it.
+	priorityClasses []*schedulingv1.PriorityClass
 	// wantProblems says the rendered pods are invalid (the apiserver must reject them).
 	wantProblems bool
 }
@@ -98,6 +102,19 @@ func kv(pairs ...string) []string {
 
 func rl(pairs ...string) corev1.ResourceList { return fixtures.ResourceList(kv(pairs...)...) }
 
+// withRatio is lr with its Container item's maxLimitRequestRatio (a
+// LimitRange has one item per type).
+func withRatio(lr *corev1.LimitRange, ratio corev1.ResourceList) *corev1.LimitRange {
+	lr.Spec.Limits[0].MaxLimitRequestRatio = ratio
+	return lr
+}
+
+// withItem is lr with one more item.
+func withItem(lr *corev1.LimitRange, item corev1.LimitRangeItem) *corev1.LimitRange {
+	lr.Spec.Limits = append(lr.Spec.Limits, item)
+	return lr
+}
+
 var quantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 var _ = Describe("JobView fidelity to the Trainer controller", func() {
@@ -120,6 +137,11 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 				if err := env.Client.Create(ctx, rc.DeepCopy()); !apierrors.IsAlreadyExists(err) {
 					Expect(err).NotTo(HaveOccurred())
 				}
+			}
+			for _, pc := range p.priorityClasses {
+				pc = pc.DeepCopy()
+				Expect(env.Client.Create(ctx, pc)).To(Succeed())
+				DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pc))).To(Succeed()) })
 			}
 			rt := p.runtime(ns, rtName)
 			if tr, ok := rt.(*trainer.TrainingRuntime); ok {
@@ -153,6 +175,9 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 			var rcs nodev1.RuntimeClassList
 			Expect(env.Client.List(ctx, &rcs)).To(Succeed())
 			in.RuntimeClasses = rcs.Items
+			var pcs schedulingv1.PriorityClassList
+			Expect(env.Client.List(ctx, &pcs)).To(Succeed())
+			in.PriorityClasses, offline.PriorityClasses = pcs.Items, pcs.Items
 			view, err := renderer.Render(ctx, in)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -205,6 +230,9 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 				}
 				Expect(hasProblemFor(view, rj.Name)).To(BeFalse(),
 					"the JobView reports problems %v for %s but the apiserver admits its pods", view.Problems, rj.Name)
+				admittedPod := &corev1.Pod{}
+				Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-%s-0", jobName, rj.Name)}, admittedPod)).To(Succeed())
+				Expect(rv.PriorityClassName).To(Equal(admittedPod.Spec.PriorityClassName), "PriorityClass of replicated job %s (JobView vs apiserver)", rj.Name)
 				charged := sub(quotaUsed(ctx, ns, "measure"), before)
 				Expect(milli(scaled(rv.PerPod, rv.Pods), names)).To(Equal(milli(charged, names)),
 					"charge of replicated job %s (JobView vs apiserver, milli-units)", rj.Name)
@@ -311,6 +339,48 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 				fixtures.LimitRange("", "defaults", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")),
 			},
 			wantProblems: true,
+		}),
+		Entry("LimitRange maxLimitRequestRatio: Worker limits 4 times their request, 2 allowed: invalid pods", pair{
+			runtime:      clusterRuntime(nil),
+			trainJob:     job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=1")...).Limits(kv("cpu=4")...) }),
+			limitRanges:  []*corev1.LimitRange{withRatio(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")), rl("cpu=2"))},
+			wantProblems: true,
+		}),
+		Entry("LimitRange maxLimitRequestRatio met by every container", pair{
+			runtime:     clusterRuntime(nil),
+			trainJob:    job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=1")...).Limits(kv("cpu=2")...) }),
+			limitRanges: []*corev1.LimitRange{withRatio(fixtures.LimitRange("", "ratio", rl("cpu=2", "memory=4Gi"), rl("cpu=1", "memory=2Gi")), rl("cpu=2"))},
+		}),
+		Entry("LimitRange Pod item: a Worker pod's limits above the pod maximum: invalid pods", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2).Requests(kv("cpu=2")...).Limits(kv("cpu=4")...) }),
+			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "pod-max", rl("cpu=1", "memory=4Gi"), rl("cpu=500m", "memory=2Gi")),
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("cpu=3")})},
+			wantProblems: true,
+		}),
+		Entry("LimitRange Pod item: a minimum of a resource no container requests: invalid pods", pair{
+			runtime:  clusterRuntime(nil),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(1) }),
+			limitRanges: []*corev1.LimitRange{withItem(fixtures.LimitRange("", "pod-min", rl("cpu=1", "memory=4Gi"), rl("cpu=500m", "memory=2Gi")),
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("ephemeral-storage=1Gi")})},
+			wantProblems: true,
+		}),
+		Entry("PriorityClass that does not exist: invalid pods", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.PodSpec("node").PriorityClassName = "no-such-class"
+			}),
+			trainJob:     job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
+			wantProblems: true,
+		}),
+		Entry("globalDefault PriorityClass given to pods that name none", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.PodSpec("launcher").PriorityClassName = "fid-named"
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
+			priorityClasses: []*schedulingv1.PriorityClass{
+				{ObjectMeta: metav1.ObjectMeta{Name: "fid-default"}, Value: 100, GlobalDefault: true},
+				{ObjectMeta: metav1.ObjectMeta{Name: "fid-named"}, Value: 1000},
+			},
 		}),
 		Entry("RuntimeClass overhead", pair{
 			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
