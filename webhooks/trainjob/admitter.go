@@ -75,10 +75,10 @@ func refused(err error) *admission.Response {
 }
 
 // answer is the response to a verdict: denied with every denial, or
-// allowed, with the warnings either way.
+// allowed, with the warnings either way, and its audit annotations.
 func answer(v *pipeline.Verdict) admission.Response {
 	if !v.Allowed() {
-		return admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...)
+		return withVerdict(admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...), v)
 	}
-	return admission.Allowed("").WithWarnings(v.Warnings()...)
+	return withVerdict(admission.Allowed("").WithWarnings(v.Warnings()...), v)
 }
