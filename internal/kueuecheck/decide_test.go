@@ -26,7 +26,8 @@ func TestDecide(t *testing.T) {
 	zoneDenial := engine.Violation{Policy: "data-residency", Action: engine.EnforceDeny, Field: "spec.runtimePatches", Message: "pods of node may run outside data residency zone \"eu\""}
 	warning := engine.Violation{Policy: "max-duration", Action: engine.EnforceWarn, Message: "long"}
 	busy := verdict(false, quotaDenial)
-	wantBusy := "TrainJob team-a/resnet violates 1 mpiguard policy:\n- [aggregate-quota] spec.trainer: " + quotaDenial.Message
+	wantBusy := "TrainJob team-a/resnet violates 1 mpiguard policy:\n- [aggregate-quota] spec.trainer: " + quotaDenial.Message + " (see " + pipeline.DocsLink("aggregate-quota") + ")"
+	wantZone := "TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message + " (see " + pipeline.DocsLink("data-residency") + ")"
 	for _, tc := range []struct {
 		name          string
 		verdict, idle *pipeline.Verdict
@@ -36,10 +37,8 @@ func TestDecide(t *testing.T) {
 		{"allowed, warnings and all", verdict(true, warning), nil, Outcome{kueue.CheckStateReady, msgAllowed}},
 		{"denied, allowed in an idle namespace: quota is busy", busy, verdict(true), Outcome{kueue.CheckStateRetry, wantBusy}},
 		{"denied in an idle namespace too: waiting will not fix it", busy, verdict(false, quotaDenial), Outcome{kueue.CheckStateRejected, wantBusy}},
-		{"denied for residency", verdict(false, zoneDenial), verdict(false, zoneDenial), Outcome{kueue.CheckStateRejected,
-			"TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message}},
-		{"denied, idle not judged", verdict(false, zoneDenial), nil, Outcome{kueue.CheckStateRejected,
-			"TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message}},
+		{"denied for residency", verdict(false, zoneDenial), verdict(false, zoneDenial), Outcome{kueue.CheckStateRejected, wantZone}},
+		{"denied, idle not judged", verdict(false, zoneDenial), nil, Outcome{kueue.CheckStateRejected, wantZone}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, decide(tc.verdict, tc.idle)); diff != "" {

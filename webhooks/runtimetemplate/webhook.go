@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/runtimes/template"
 )
@@ -87,7 +88,11 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	resp := admission.Allowed("")
 	audit := map[string]string{"verdict": "allowed"}
 	if len(errs) > 0 {
-		resp = admission.Denied(fmt.Sprintf("%s %q is not a usable MPI runtime: %s", req.Kind.Kind, req.Name, errs.ToAggregate().Error()))
+		msg := fmt.Sprintf("%s %q is not a usable MPI runtime: %s", req.Kind.Kind, req.Name, errs.ToAggregate().Error())
+		if link := pipeline.DocsLink(AuditPolicy); link != "" {
+			msg += " (see " + link + ")"
+		}
+		resp = admission.Denied(msg)
 		audit = map[string]string{"verdict": "denied", "denied-by": AuditPolicy}
 	}
 	if len(warnings) > 0 {

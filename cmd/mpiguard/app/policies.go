@@ -32,6 +32,9 @@ type PolicyOptions struct {
 	// denials, decisions (every decision and deletion) or input (every
 	// decision with its policy input).
 	DecisionLogVerbosity string
+	// DocsBaseURL is where denials link to (the docs section that explains
+	// each policy's denials); "" for no links.
+	DocsBaseURL string
 	// ReservationGrace is how long a quota reservation is taken on trust before
 	// its TrainJob must exist (a create that failed after admission, a forged
 	// review, a replica that died before answering).
@@ -52,7 +55,7 @@ func DefaultPolicyOptions() PolicyOptions {
 	if ns == "" {
 		ns = "mpiguard-system"
 	}
-	return PolicyOptions{DecisionLog: "stdout", DecisionLogVerbosity: string(engine.LogDecisions), ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout,
+	return PolicyOptions{DecisionLog: "stdout", DecisionLogVerbosity: string(engine.LogDecisions), DocsBaseURL: pipeline.DefaultDocsBaseURL, ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout,
 		MaxUnconfirmedReservations: reservations.DefaultMaxUnconfirmed}
 }
 
@@ -60,6 +63,7 @@ func DefaultPolicyOptions() PolicyOptions {
 func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
 	fs.StringVar(&o.DecisionLogVerbosity, "decision-log-verbosity", o.DecisionLogVerbosity, "What the decision log records: denials (denied requests only), decisions (every decision and deletion), input (every decision with the policy input it was made on).")
+	fs.StringVar(&o.DocsBaseURL, "docs-base-url", o.DocsBaseURL, "Base URL of mpiguard's docs folder: each policy's denials end with a link to the section that explains them (a mirror's for an air-gapped cluster); empty for no links.")
 	fs.StringVar(&o.Namespace, "policy-namespace", o.Namespace, "Namespace of the policy ConfigMaps (labels mpiguard.io/policy=rego|parameters); default: $POD_NAMESPACE.")
 	fs.DurationVar(&o.EvalTimeout, "policy-eval-timeout", o.EvalTimeout, "Deadline of one evaluation of the policy set; a policy that runs past it fails the request closed.")
 	fs.IntVar(&o.MaxUnconfirmedReservations, "max-unconfirmed-reservations", o.MaxUnconfirmedReservations, "Per namespace, how many quota reservations of admitted creates whose TrainJob has not appeared may be held; past it creates there are refused with 'retry' (negative: no cap).")
@@ -93,6 +97,7 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	if err != nil {
 		return err
 	}
+	pipeline.SetDocsBaseURL(o.DocsBaseURL)
 	base, err := engine.DefaultPolicySet()
 	if err != nil {
 		return fmt.Errorf("reading the embedded policies: %w", err)
