@@ -32,6 +32,7 @@ func PolicyInput(annotations map[string]string) map[string]any {
 		}
 		out["allowedNamespaces"] = ns
 	}
+	governanceInput(c, out)
 	return out
 }
 
