@@ -50,6 +50,13 @@ func (e *Env) startKWOK(ctx context.Context) error {
 	if err != nil || len(stages) == 0 {
 		return fmt.Errorf("no KWOK stages in %s: rebuild with test/kwok/build.sh (%v)", filepath.Join(assets, "stages"), err)
 	}
+	// mpiguard's own stages (test/kwok/stages: a pod that fails), which no
+	// pod takes unless annotated for them.
+	own, err := filepath.Glob(filepath.Join(RepoRoot(), "test", "kwok", "stages", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	stages = append(stages, own...)
 	kubeconfig, err := e.componentKubeconfig(kwok, "system:kwok-controller")
 	if err != nil {
 		return err
