@@ -171,12 +171,13 @@ default_hint := sprintf(" (the runtime's default is %q)", [input.runtime.constra
 
 default default_hint := ""
 
-# A new job that names no priority class at all is told the runtime's default
-# (mpiguard.io/default-priority-class).
-warn contains lib.violation(priority_field, msg_no_priority_class) if {
+# A new job that names no priority class at all (no Kueue label, no pod
+# priorityClassName) gets the runtime's default
+# (mpiguard.io/default-priority-class) as its Kueue label.
+mutate contains {"target": "trainJob", "field": "metadata.labels", "key": priority_label, "value": default_class} if {
 	lib.mpi_job
 	lib.is_create
-	input.runtime.constraints.defaultPriorityClass
+	default_class := input.runtime.constraints.defaultPriorityClass
 	not input.trainJob.labels[priority_label]
 	not pods_name_a_class
 }
@@ -185,11 +186,6 @@ pods_name_a_class if {
 	some rj in input.job.replicatedJobs
 	object.get(rj, "priorityClassName", "") != ""
 }
-
-msg_no_priority_class := sprintf(
-	"TrainJob names no priority class, and runtime %s expects its jobs to run at %q (mpiguard.io/default-priority-class); add the label %s: %s",
-	[runtime, input.runtime.constraints.defaultPriorityClass, priority_label, input.runtime.constraints.defaultPriorityClass],
-)
 
 # Gang schedule timeout (mpiguard.io/gang-schedule-timeout-seconds): a
 # coscheduling gang waits at most scheduleTimeoutSeconds for all its pods

@@ -170,18 +170,19 @@ test_pod_priority_class_not_allowed_denied if {
 	}}
 }
 
-warn_of(inp) := w if {
-	w := runtime_constraints.warn with input as inp
+mutate_of(inp) := m if {
+	m := runtime_constraints.mutate with input as inp
 }
 
-test_no_priority_class_warns_with_the_default if {
-	warn_of(job_input("team-a", priorities, {})) == {{
-		"field": "metadata.labels[kueue.x-k8s.io/priority-class]",
-		"msg": "TrainJob names no priority class, and runtime gpu-openmpi expects its jobs to run at \"ml-low\" (mpiguard.io/default-priority-class); add the label kueue.x-k8s.io/priority-class: ml-low",
-	}}
+test_no_priority_class_gets_the_default if {
+	mutate_of(job_input("team-a", priorities, {})) == {{"target": "trainJob", "field": "metadata.labels", "key": "kueue.x-k8s.io/priority-class", "value": "ml-low"}}
 	count(deny_of(job_input("team-a", priorities, {}))) == 0
-	count(warn_of(with_label(job_input("team-a", priorities, {}), {"kueue.x-k8s.io/priority-class": "ml-low"}))) == 0
-	count(warn_of(job_input("team-a", {"allowedPriorityClasses": ["ml-low"]}, {}))) == 0
+	# A job that names one, or whose pods have one, keeps it; so does an update.
+	count(mutate_of(with_label(job_input("team-a", priorities, {}), {"kueue.x-k8s.io/priority-class": "ml-high"}))) == 0
+	count(mutate_of(job_input("team-a", priorities, {"replicatedJobs": [launcher({"priorityClassName": "ml-high"}), worker({})]}))) == 0
+	count(mutate_of(object.union(job_input("team-a", priorities, {}), {"request": {"operation": "UPDATE"}}))) == 0
+	# No default, no label.
+	count(mutate_of(job_input("team-a", {"allowedPriorityClasses": ["ml-low"]}, {}))) == 0
 }
 
 # Gangs.

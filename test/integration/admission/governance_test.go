@@ -3,8 +3,10 @@ package admission
 import (
 	"context"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/runtimes/constraints"
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -22,7 +24,7 @@ var _ = Describe("runtime governance", func() {
 			Annotation(constraints.AnnotationDefaultPriorityClass, "ml-low")
 	}
 
-	It("holds a job to the runtime's priority classes and tells one that names none the default", func(ctx context.Context) {
+	It("holds a job to the runtime's priority classes and gives one that names none the default", func(ctx context.Context) {
 		rt := createRuntime(ctx, priorities(gpuWorkers("priorities-"+ns, "4")))
 		admitted(ctx, fixtures.TrainJob(ns, "high", rt.Name).NumNodes(2).Label(constraints.PriorityClassLabel, "ml-high").Obj())
 
@@ -31,9 +33,14 @@ var _ = Describe("runtime governance", func() {
 		Expect(msg).To(ContainSubstring(`allows only ml-low, ml-high`))
 		Expect(msg).To(ContainSubstring(`(the runtime's default is "ml-low")`))
 
-		w := &warningsSeen{}
-		Expect(clientWithWarnings(w).Create(ctx, fixtures.TrainJob(ns, "unnamed", rt.Name).NumNodes(2).Obj())).To(Succeed())
-		Expect(w.list).To(ContainElement(ContainSubstring(`add the label kueue.x-k8s.io/priority-class: ml-low`)))
+		// A job that names none gets the runtime's default; one that names one keeps it.
+		unnamed := admitted(ctx, fixtures.TrainJob(ns, "unnamed", rt.Name).NumNodes(2).Label("team", "vision").Obj())
+		Expect(unnamed.Labels).To(Equal(map[string]string{"team": "vision", constraints.PriorityClassLabel: "ml-low"}))
+		bare := admitted(ctx, fixtures.TrainJob(ns, "bare", rt.Name).NumNodes(2).Obj())
+		Expect(bare.Labels).To(HaveKeyWithValue(constraints.PriorityClassLabel, "ml-low"))
+		high := &trainer.TrainJob{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "high"}, high)).To(Succeed())
+		Expect(high.Labels).To(HaveKeyWithValue(constraints.PriorityClassLabel, "ml-high"))
 	})
 
 	It("requires a coscheduling gang's schedule timeout in the runtime's range", func(ctx context.Context) {
