@@ -6,9 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"gomodules.xyz/jsonpatch/v2"
-
-	jsonpatchapply "github.com/evanphx/json-patch/v5"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
 )
@@ -33,10 +30,7 @@ func TestLabelPatchIsApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			patched := []byte(raw)
-			if len(ops) > 0 {
-				patched = applyOps(t, patched, ops)
-			}
+			patched := applyPatch(t, []byte(raw), ops)
 			var got trainer.TrainJob
 			if err := json.Unmarshal(patched, &got); err != nil {
 				t.Fatal(err)
@@ -48,21 +42,4 @@ func TestLabelPatchIsApply(t *testing.T) {
 			}
 		})
 	}
-}
-
-func applyOps(t *testing.T, doc []byte, ops []jsonpatch.JsonPatchOperation) []byte {
-	t.Helper()
-	b, err := json.Marshal(ops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := jsonpatchapply.DecodePatch(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Apply(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
