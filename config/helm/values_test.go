@@ -75,8 +75,8 @@ func webhooks(t *testing.T, objs []*unstructured.Unstructured) []map[string]any 
 			}
 		}
 	}
-	if len(out) != 4 {
-		t.Fatalf("%d webhooks rendered, want 4", len(out))
+	if len(out) != 5 {
+		t.Fatalf("%d webhooks rendered, want 5", len(out))
 	}
 	return out
 }
@@ -251,12 +251,19 @@ func TestValues(t *testing.T) {
 		{"webhook failure policy, timeout and exemptions", "webhooks: {exemptNamespaces: [kube-system, sandbox], validatingTrainJob: {failurePolicy: Ignore, timeoutSeconds: 7}}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			for _, h := range webhooks(t, objs) {
 				policy, timeout := h["failurePolicy"], h["timeoutSeconds"]
-				if h["name"] == "vtrainjob.mpiguard.io" {
+				switch h["name"] {
+				case "vtrainjob.mpiguard.io":
 					if policy != "Ignore" || timeout != float64(7) {
 						t.Errorf("vtrainjob: failurePolicy %v, timeoutSeconds %v", policy, timeout)
 					}
-				} else if policy != "Fail" {
-					t.Errorf("%s: failurePolicy %v changed too", h["name"], policy)
+				case "odelete.mpiguard.io": // only observes: never blocks a delete
+					if policy != "Ignore" {
+						t.Errorf("odelete: failurePolicy %v", policy)
+					}
+				default:
+					if policy != "Fail" {
+						t.Errorf("%s: failurePolicy %v changed too", h["name"], policy)
+					}
 				}
 				exprs, _, _ := unstructured.NestedSlice(h, "namespaceSelector", "matchExpressions")
 				if diff := cmp.Diff([]any{"mpiguard-system", "kube-system", "sandbox"}, exprs[0].(map[string]any)["values"]); diff != "" {

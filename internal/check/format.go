@@ -103,6 +103,9 @@ func judgedAsNote(judgedAs string) string {
 
 func describeChange(c engine.Change) string {
 	value, _ := json.Marshal(c.Value)
+	if c.Target == "trainJob" && c.Key != "" {
+		return fmt.Sprintf("%s[%s] = %s", c.Field, c.Key, value)
+	}
 	if c.Target == "trainJob" {
 		return fmt.Sprintf("%s = %s", c.Field, value)
 	}

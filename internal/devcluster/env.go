@@ -77,6 +77,9 @@ type Options struct {
 	// (KubeControllers, StartJobSetController, Setup: TrainerController).
 	// Needs the manager (the Trainer runs in it).
 	Workloads *Workloads
+	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy (YAML): the
+	// kube-apiserver writes the events it selects to Env.AuditLog.
+	AuditPolicy string
 	// SecondCluster starts this Env in a process where another Env already
 	// runs mpiguard (a second cluster: MultiKueue's manager and worker).
 	// controller-runtime checks controller names once per process, so its
@@ -98,6 +101,9 @@ type Env struct {
 	Testenv *envtest.Environment
 	// LogDir holds the apiserver's and etcd's logs; kept when a test failed.
 	LogDir string
+	// AuditLog is the kube-apiserver's audit log (JSON lines) when
+	// Options.AuditPolicy is set; "" otherwise.
+	AuditLog string
 	// PolicyNamespace is mpiguard's own namespace (policy ConfigMaps live there).
 	PolicyNamespace string
 	// ManagerConfig is the identity mpiguard's managers run as: Config unless
@@ -169,6 +175,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	if err := e.wireLogs(); err != nil {
 		return nil, err
+	}
+	if opts.AuditPolicy != "" {
+		if err := e.configureAuditLog(opts.AuditPolicy); err != nil {
+			return nil, err
+		}
 	}
 	if err := e.startControlPlane(opts.ClientAuth); err != nil {
 		e.closeLogs()

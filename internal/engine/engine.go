@@ -28,6 +28,9 @@ const RenderPolicy = "rendered-pods"
 type Options struct {
 	// DecisionLog receives one JSON line per governed decision; nil disables it.
 	DecisionLog io.Writer
+	// DecisionLogVerbosity says which decisions DecisionLog records;
+	// LogDecisions when empty.
+	DecisionLogVerbosity Verbosity
 	// Registerer registers the engine's metrics (e.g. controller-runtime's
 	// metrics.Registry); nil keeps them unregistered.
 	Registerer prometheus.Registerer
@@ -55,7 +58,7 @@ type Engine struct {
 
 // New compiles set and returns an engine serving it.
 func New(ctx context.Context, set PolicySet, opts Options) (*Engine, error) {
-	e := &Engine{log: newDecisionLog(opts.DecisionLog), metrics: newMetrics(), now: opts.Now, evalTimeout: opts.EvalTimeout}
+	e := &Engine{log: newDecisionLog(opts.DecisionLog, opts.DecisionLogVerbosity), metrics: newMetrics(), now: opts.Now, evalTimeout: opts.EvalTimeout}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -357,12 +360,13 @@ func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
 			e.metrics.denials.WithLabelValues(p, src.TrainJob.Namespace).Inc()
 		}
 	}
-	if e.log == nil {
+	if e.log == nil || !e.log.verbosity.records(d.Allowed) {
 		return
 	}
-	_ = e.log.write(&decisionLogEntry{
+	entry := &DecisionLogEntry{
 		Time:             e.now().UTC(),
 		User:             src.User,
+		Kind:             "TrainJob",
 		Namespace:        src.TrainJob.Namespace,
 		TrainJob:         src.TrainJob.Name,
 		Operation:        src.Operation,
@@ -373,5 +377,9 @@ func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
 		Mutations:        d.Mutation.Changes,
 		DryRunMutations:  d.DryRunMutations,
 		LatencySeconds:   d.Latency.Seconds(),
-	})
+	}
+	if e.log.verbosity == LogInput {
+		entry.Input = inputJSON(req)
+	}
+	_ = e.log.write(entry)
 }

@@ -328,7 +328,7 @@ func TestDecisionLogLine(t *testing.T) {
 	delete(got, "latencySeconds")
 	delete(got, "mutations")
 	want := map[string]any{
-		"time": "2026-01-02T03:04:05Z", "user": "alice", "namespace": "team-a", "trainJob": "train",
+		"time": "2026-01-02T03:04:05Z", "user": "alice", "kind": "TrainJob", "namespace": "team-a", "trainJob": "train",
 		"operation": "CREATE", "policySetVersion": e.Version(), "allowed": false,
 		"violations": []any{map[string]any{"policy": "node-limit", "action": "deny", "field": "spec.trainer.numNodes", "message": "4 nodes is more than 2"}},
 	}

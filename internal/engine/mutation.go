@@ -19,6 +19,10 @@ const AdmissionManager = input.AdmissionManager
 // Fields policies may mutate (the "field" of a mutate result).
 const (
 	fieldActiveDeadline = "spec.activeDeadlineSeconds"
+	// fieldTrainJobLabels (target trainJob, with a key): a label the
+	// TrainJob lacks, added (an existing one is never changed), e.g. the
+	// runtime's default Kueue priority class.
+	fieldTrainJobLabels = "metadata.labels"
 	fieldPodLabels      = "metadata.labels"
 	fieldPodAnnotations = "metadata.annotations"
 	fieldNodeSelector   = "spec.nodeSelector"
@@ -41,6 +45,8 @@ type Change struct {
 // mpiguard's own runtimePatches entry. spec.trainer is never touched.
 type Mutation struct {
 	ActiveDeadlineSeconds *int64
+	// Labels are TrainJob labels added where the job has none of that key.
+	Labels map[string]string
 	// RuntimePatch is the complete desired entry for AdmissionManager, nil when no
 	// policy patches pod templates.
 	RuntimePatch *trainer.RuntimePatch
@@ -49,7 +55,22 @@ type Mutation struct {
 }
 
 // Empty says whether there is nothing to apply.
-func (m *Mutation) Empty() bool { return m.ActiveDeadlineSeconds == nil && m.RuntimePatch == nil }
+func (m *Mutation) Empty() bool {
+	return m.ActiveDeadlineSeconds == nil && m.RuntimePatch == nil && len(m.Labels) == 0
+}
+
+// MissingLabels are the keys of m.Labels that tj does not have, sorted:
+// the labels Apply adds.
+func (m *Mutation) MissingLabels(tj *trainer.TrainJob) []string {
+	var keys []string
+	for k := range m.Labels {
+		if _, ok := tj.Labels[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 // Apply writes the mutation into tj and reports whether tj changed. It is
 // idempotent: applying it again changes nothing. mpiguard's entry is replaced
@@ -57,6 +78,13 @@ func (m *Mutation) Empty() bool { return m.ActiveDeadlineSeconds == nil && m.Run
 // when absent, so its patches win over earlier entries.
 func (m *Mutation) Apply(tj *trainer.TrainJob) bool {
 	changed := false
+	for _, k := range m.MissingLabels(tj) {
+		if tj.Labels == nil {
+			tj.Labels = map[string]string{}
+		}
+		tj.Labels[k] = m.Labels[k]
+		changed = true
+	}
 	if m.ActiveDeadlineSeconds != nil && tj.Spec.ActiveDeadlineSeconds == 0 {
 		tj.Spec.ActiveDeadlineSeconds = *m.ActiveDeadlineSeconds
 		changed = true
@@ -120,6 +148,18 @@ func buildMutation(changes []Change) (Mutation, error) {
 				return Mutation{}, fmt.Errorf("policies set %s to both %d and %d", c.Field, *m.ActiveDeadlineSeconds, n)
 			}
 			m.ActiveDeadlineSeconds = &n
+		case c.Target == "trainJob" && c.Field == fieldTrainJobLabels:
+			v, ok := c.Value.(string)
+			if !ok || c.Key == "" {
+				return Mutation{}, fmt.Errorf("policy %s: trainJob %s needs a key and a string value, got key %q value %v", c.Policy, c.Field, c.Key, c.Value)
+			}
+			if old, set := m.Labels[c.Key]; set && old != v {
+				return Mutation{}, fmt.Errorf("policies set TrainJob label %s to both %q and %q", c.Key, old, v)
+			}
+			if m.Labels == nil {
+				m.Labels = map[string]string{}
+			}
+			m.Labels[c.Key] = v
 		case c.Target == "podTemplate" && c.ReplicatedJob != "":
 			if err := applyPodChange(podFor(c.ReplicatedJob), c); err != nil {
 				return Mutation{}, err
@@ -130,8 +170,8 @@ func buildMutation(changes []Change) (Mutation, error) {
 			return Mutation{}, fmt.Errorf("policy %s: cannot change %s of a pod template without the name of its replicated job (replicatedJob is empty): runtime patches find replicated jobs by name; give every replicated job of the runtime (spec.template.spec.replicatedJobs[].name) a name",
 				c.Policy, c.Field)
 		default:
-			return Mutation{}, fmt.Errorf("policy %s: cannot mutate %s field %q (allowed: trainJob %s; podTemplate %s, %s, %s, %s)",
-				c.Policy, c.Target, c.Field, fieldActiveDeadline, fieldPodLabels, fieldPodAnnotations, fieldNodeSelector, fieldRequiredTerms)
+			return Mutation{}, fmt.Errorf("policy %s: cannot mutate %s field %q (allowed: trainJob %s, %s; podTemplate %s, %s, %s, %s)",
+				c.Policy, c.Target, c.Field, fieldActiveDeadline, fieldTrainJobLabels, fieldPodLabels, fieldPodAnnotations, fieldNodeSelector, fieldRequiredTerms)
 		}
 	}
 	if len(pods) == 0 {

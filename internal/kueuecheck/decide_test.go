@@ -26,7 +26,8 @@ func TestDecide(t *testing.T) {
 	zoneDenial := engine.Violation{Policy: "data-residency", Action: engine.EnforceDeny, Field: "spec.runtimePatches", Message: "pods of node may run outside data residency zone \"eu\""}
 	warning := engine.Violation{Policy: "max-duration", Action: engine.EnforceWarn, Message: "long"}
 	busy := evaluation(false, quotaDenial)
-	wantBusy := "TrainJob team-a/resnet violates 1 mpiguard policy:\n- [aggregate-quota] spec.trainer: " + quotaDenial.Message
+	wantBusy := "TrainJob team-a/resnet violates 1 mpiguard policy:\n- [aggregate-quota] spec.trainer: " + quotaDenial.Message + " (see " + pipeline.DocsLink("aggregate-quota") + ")"
+	wantZone := "TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message + " (see " + pipeline.DocsLink("data-residency") + ")"
 	for _, tc := range []struct {
 		name             string
 		evaluation, idle *pipeline.Evaluation
@@ -36,10 +37,8 @@ func TestDecide(t *testing.T) {
 		{"allowed, warnings and all", evaluation(true, warning), nil, CheckState{kueue.CheckStateReady, msgAllowed}},
 		{"denied, allowed in an idle namespace: quota is busy", busy, evaluation(true), CheckState{kueue.CheckStateRetry, wantBusy}},
 		{"denied in an idle namespace too: waiting will not fix it", busy, evaluation(false, quotaDenial), CheckState{kueue.CheckStateRejected, wantBusy}},
-		{"denied for residency", evaluation(false, zoneDenial), evaluation(false, zoneDenial), CheckState{kueue.CheckStateRejected,
-			"TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message}},
-		{"denied, idle not judged", evaluation(false, zoneDenial), nil, CheckState{kueue.CheckStateRejected,
-			"TrainJob team-a/resnet violates 1 mpiguard policy:\n- [data-residency] spec.runtimePatches: " + zoneDenial.Message}},
+		{"denied for residency", evaluation(false, zoneDenial), evaluation(false, zoneDenial), CheckState{kueue.CheckStateRejected, wantZone}},
+		{"denied, idle not judged", evaluation(false, zoneDenial), nil, CheckState{kueue.CheckStateRejected, wantZone}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, decide(tc.evaluation, tc.idle)); diff != "" {

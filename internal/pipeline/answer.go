@@ -11,7 +11,8 @@ import (
 // DenialMessage lists every denying violation of a denied evaluation: what,
 // why and how to fix it come from the policies; the policy name and field
 // path say where. The webhook answers with it and `mpiguard check` shows
-// the same lines.
+// the same lines. Each policy's last line ends with the docs section that
+// explains its denials (DocsLink).
 func (v *Evaluation) DenialMessage() string {
 	if v.Decision == nil {
 		return ""
@@ -19,9 +20,16 @@ func (v *Evaluation) DenialMessage() string {
 	vs := v.Decision.Denials()
 	var b strings.Builder
 	fmt.Fprintf(&b, "TrainJob %s/%s violates %d mpiguard polic%s:", v.TrainJob.Namespace, v.TrainJob.Name, len(vs), plural(len(vs), "y", "ies"))
-	for _, x := range vs {
+	for i, x := range vs {
 		b.WriteString("\n- ")
 		b.WriteString(ViolationLine(x))
+		// The last line of each policy's denials ends with its docs
+		// (doclinks.go): once per policy keeps the message short.
+		if last := i == len(vs)-1 || vs[i+1].Policy != x.Policy; last {
+			if link := DocsLink(x.Policy); link != "" {
+				b.WriteString(" (see " + link + ")")
+			}
+		}
 	}
 	return b.String()
 }

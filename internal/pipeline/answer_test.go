@@ -22,7 +22,7 @@ func TestDenialMessage(t *testing.T) {
 		{Policy: "slots-gpus", Action: engine.EnforceDeny, Message: "no field"},
 	}}}
 	got := v.DenialMessage()
-	want := "TrainJob team-a/big violates 2 mpiguard policies:\n- [aggregate-quota] spec.trainer: TrainJob needs 12 nvidia.com/gpu\n- [slots-gpus] no field"
+	want := "TrainJob team-a/big violates 2 mpiguard policies:\n- [aggregate-quota] spec.trainer: TrainJob needs 12 nvidia.com/gpu (see " + DocsLink("aggregate-quota") + ")\n- [slots-gpus] no field (see " + DocsLink("slots-gpus") + ")"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"gomodules.xyz/jsonpatch/v2"
@@ -12,7 +13,8 @@ import (
 
 // patchOperations returns the JSON patch that applies m to the object the
 // apiserver sent (raw), touching only the paths mpiguard owns:
-// /spec/activeDeadlineSeconds and mpiguard's own /spec/runtimePatches entry.
+// /spec/activeDeadlineSeconds, mpiguard's own /spec/runtimePatches entry and
+// labels the job lacks.
 // It decides exactly as engine.Mutation.Apply does on job (raw decoded), so
 // the patched object is what Apply makes of it.
 //
@@ -27,6 +29,7 @@ func patchOperations(raw []byte, job *trainer.TrainJob, m *engine.Mutation) ([]j
 		changes = append(changes, jsonpatch.NewOperation("add", "/spec/activeDeadlineSeconds", *m.ActiveDeadlineSeconds))
 	}
 	changes = append(changes, entryOperations(job, m)...)
+	changes = append(changes, labelOperations(job, m)...)
 	if len(changes) == 0 {
 		return nil, nil
 	}
@@ -41,6 +44,29 @@ func patchOperations(raw []byte, job *trainer.TrainJob, m *engine.Mutation) ([]j
 		changes = append([]jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/spec", map[string]any{})}, changes...)
 	}
 	return changes, nil
+}
+
+// labelOperations adds the labels Apply adds: the whole map when the job
+// has no label at all (a JSON patch cannot add a member to a missing
+// object), else each one.
+func labelOperations(job *trainer.TrainJob, m *engine.Mutation) []jsonpatch.JsonPatchOperation {
+	keys := m.MissingLabels(job)
+	if len(keys) == 0 {
+		return nil
+	}
+	if len(job.Labels) == 0 {
+		all := map[string]string{}
+		for _, k := range keys {
+			all[k] = m.Labels[k]
+		}
+		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/metadata/labels", all)}
+	}
+	ops := make([]jsonpatch.JsonPatchOperation, 0, len(keys))
+	for _, k := range keys {
+		escaped := strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+		ops = append(ops, jsonpatch.NewOperation("add", "/metadata/labels/"+escaped, m.Labels[k]))
+	}
+	return ops
 }
 
 // entryOperations writes mpiguard's own entry where Apply writes it.

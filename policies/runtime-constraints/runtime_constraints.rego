@@ -128,3 +128,131 @@ namespace_matches(pattern, ns) if {
 	not contains(pattern, "}")
 	glob.match(replace(pattern, "[^", "[!"), ["/"], ns)
 }
+
+# Priority (mpiguard.io/allowed-priority-classes): the priority classes a job
+# names must be allowed: its Kueue WorkloadPriorityClass (the TrainJob label
+# kueue.x-k8s.io/priority-class) and its launcher and Worker pods'
+# priorityClassName (the runtime template's: Volcano gives it to the
+# PodGroup, kube-scheduler preempts by it).
+allowed_classes := input.runtime.constraints.allowedPriorityClasses
+
+priority_label := "kueue.x-k8s.io/priority-class"
+
+priority_field := sprintf("metadata.labels[%s]", [priority_label])
+
+deny contains lib.violation(priority_field, msg_priority_not_allowed(class)) if {
+	lib.mpi_job
+	count(allowed_classes) > 0
+	class := input.trainJob.labels[priority_label]
+	not class in allowed_classes
+}
+
+msg_priority_not_allowed(class) := sprintf(
+	"TrainJob asks for priority class %q (label %s) but runtime %s allows only %s (mpiguard.io/allowed-priority-classes); set the label to one of them%s",
+	[class, priority_label, runtime, concat(", ", allowed_classes), default_hint],
+)
+
+deny contains lib.violation("spec.runtimeRef.name", msg_pod_priority_not_allowed(rj)) if {
+	lib.mpi_job
+	count(allowed_classes) > 0
+	some rj in input.job.replicatedJobs
+	rj.role in {"launcher", "worker"}
+	class := object.get(rj, "priorityClassName", "")
+	class != ""
+	not class in allowed_classes
+}
+
+msg_pod_priority_not_allowed(rj) := sprintf(
+	"the %s pods run at priority class %q (the runtime template's priorityClassName) but runtime %s allows only %s (mpiguard.io/allowed-priority-classes); a cluster admin must fix the runtime's template, or use another runtime",
+	[lib.role_label(rj), rj.priorityClassName, runtime, concat(", ", allowed_classes)],
+)
+
+default_hint := sprintf(" (the runtime's default is %q)", [input.runtime.constraints.defaultPriorityClass])
+
+default default_hint := ""
+
+# A new job that names no priority class at all (no Kueue label, no pod
+# priorityClassName) gets the runtime's default
+# (mpiguard.io/default-priority-class) as its Kueue label.
+mutate contains {"target": "trainJob", "field": "metadata.labels", "key": priority_label, "value": default_class} if {
+	lib.mpi_job
+	lib.is_create
+	default_class := input.runtime.constraints.defaultPriorityClass
+	not input.trainJob.labels[priority_label]
+	not pods_name_a_class
+}
+
+pods_name_a_class if {
+	some rj in input.job.replicatedJobs
+	object.get(rj, "priorityClassName", "") != ""
+}
+
+# Gang schedule timeout (mpiguard.io/gang-schedule-timeout-seconds): a
+# coscheduling gang waits at most scheduleTimeoutSeconds for all its pods
+# before its pods are rejected and retried; the runtime requires a timeout in
+# the range. Volcano's PodGroup has no timeout: Volcano gangs are not judged.
+timeout_range := input.runtime.constraints.gangScheduleTimeoutSeconds
+
+deny contains lib.violation("spec.runtimeRef.name", msg_gang_timeout(timeout)) if {
+	lib.mpi_job
+	timeout_range
+	input.gang.scheduler == "coscheduling"
+	timeout := object.get(input.gang, "scheduleTimeoutSeconds", 0)
+	not timeout_in_range(timeout)
+}
+
+timeout_in_range(t) if {
+	t > 0
+	t >= object.get(timeout_range, "min", 1)
+	not t > object.get(timeout_range, "max", t)
+}
+
+msg_gang_timeout(0) := sprintf(
+	"runtime %s gives its coscheduling gang no schedule timeout but requires one of %s (mpiguard.io/gang-schedule-timeout-seconds); a cluster admin must set spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds on the runtime, or use another runtime",
+	[runtime, range_text],
+)
+
+msg_gang_timeout(t) := sprintf(
+	"runtime %s gives its coscheduling gang a schedule timeout of %d seconds but requires %s (mpiguard.io/gang-schedule-timeout-seconds); a cluster admin must set spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds on the runtime within it, or use another runtime",
+	[runtime, t, range_text],
+) if t != 0
+
+range_text := sprintf("%d to %d seconds", [timeout_range.min, timeout_range.max]) if {
+	timeout_range.min
+	timeout_range.max
+}
+
+range_text := sprintf("at least %d seconds", [timeout_range.min]) if not timeout_range.max
+
+range_text := sprintf("at most %d seconds", [timeout_range.max]) if not timeout_range.min
+
+# Gang size (mpiguard.io/gang-min-available): the job must be gang-scheduled
+# (podGroupPolicy: Volcano or coscheduling), with at least that many pods in
+# its gang (the PodGroup's minMember); "all": every pod of the job.
+min_available := input.runtime.constraints.gangMinAvailable
+
+deny contains lib.violation("spec.runtimeRef.name", msg_not_gang_scheduled) if {
+	lib.mpi_job
+	min_available
+	not input.gang
+}
+
+msg_not_gang_scheduled := sprintf(
+	"runtime %s requires its jobs to be gang-scheduled (mpiguard.io/gang-min-available: %v) but has no spec.podGroupPolicy, so its pods would start one by one; a cluster admin must give the runtime a Volcano or coscheduling podGroupPolicy, or use a gang variant of it",
+	[runtime, min_available],
+)
+
+deny contains lib.violation("spec.trainer.numNodes", msg_gang_too_small(want)) if {
+	lib.mpi_job
+	want := min_available_pods
+	input.gang.minMember < want
+}
+
+min_available_pods := input.job.total.pods if min_available == "all"
+
+min_available_pods := min_available if is_number(min_available)
+
+msg_gang_too_small(want) := sprintf(
+	"TrainJob's gang holds %d pods (its PodGroup's minMember) but runtime %s requires at least %d to start together (mpiguard.io/gang-min-available: %v); raise spec.trainer.numNodes so the job has %d pods or more",
+	[input.gang.minMember, runtime, want, min_available, want],
+)

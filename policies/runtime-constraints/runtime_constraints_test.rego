@@ -144,3 +144,97 @@ test_malformed_annotation_keeps_other_limits if {
 	got := deny_of(job_input("team-a", {"errors": ["metadata.annotations[mpiguard.io/max-gpus-per-worker]: ..."], "maxNodes": 2}, {}))
 	{v.field | some v in got} == {"spec.runtimeRef.name", "spec.trainer.numNodes"}
 }
+
+# Priority classes.
+
+with_label(inp, labels) := object.union(inp, {"trainJob": object.union(inp.trainJob, {"labels": labels})})
+
+priorities := {"allowedPriorityClasses": ["ml-low", "ml-high"], "defaultPriorityClass": "ml-low"}
+
+test_allowed_priority_class_allows if {
+	count(deny_of(with_label(job_input("team-a", priorities, {}), {"kueue.x-k8s.io/priority-class": "ml-high"}))) == 0
+}
+
+test_priority_class_not_allowed_denied if {
+	deny_of(with_label(job_input("team-a", priorities, {}), {"kueue.x-k8s.io/priority-class": "urgent"})) == {{
+		"field": "metadata.labels[kueue.x-k8s.io/priority-class]",
+		"msg": "TrainJob asks for priority class \"urgent\" (label kueue.x-k8s.io/priority-class) but runtime gpu-openmpi allows only ml-low, ml-high (mpiguard.io/allowed-priority-classes); set the label to one of them (the runtime's default is \"ml-low\")",
+	}}
+}
+
+test_pod_priority_class_not_allowed_denied if {
+	d := deny_of(job_input("team-a", priorities, {"replicatedJobs": [launcher({"priorityClassName": "ml-low"}), worker({"priorityClassName": "system-node-critical"})]}))
+	d == {{
+		"field": "spec.runtimeRef.name",
+		"msg": "the worker pods run at priority class \"system-node-critical\" (the runtime template's priorityClassName) but runtime gpu-openmpi allows only ml-low, ml-high (mpiguard.io/allowed-priority-classes); a cluster admin must fix the runtime's template, or use another runtime",
+	}}
+}
+
+mutate_of(inp) := m if {
+	m := runtime_constraints.mutate with input as inp
+}
+
+test_no_priority_class_gets_the_default if {
+	mutate_of(job_input("team-a", priorities, {})) == {{"target": "trainJob", "field": "metadata.labels", "key": "kueue.x-k8s.io/priority-class", "value": "ml-low"}}
+	count(deny_of(job_input("team-a", priorities, {}))) == 0
+	# A job that names one, or whose pods have one, keeps it; so does an update.
+	count(mutate_of(with_label(job_input("team-a", priorities, {}), {"kueue.x-k8s.io/priority-class": "ml-high"}))) == 0
+	count(mutate_of(job_input("team-a", priorities, {"replicatedJobs": [launcher({"priorityClassName": "ml-high"}), worker({})]}))) == 0
+	count(mutate_of(object.union(job_input("team-a", priorities, {}), {"request": {"operation": "UPDATE"}}))) == 0
+	# No default, no label.
+	count(mutate_of(job_input("team-a", {"allowedPriorityClasses": ["ml-low"]}, {}))) == 0
+}
+
+# Gangs.
+
+with_gang(inp, gang) := object.union(inp, {"gang": gang})
+
+cosched(extra) := object.union({"scheduler": "coscheduling", "minMember": 4}, extra)
+
+test_gang_timeout_in_range_allows if {
+	c := {"gangScheduleTimeoutSeconds": {"min": 60, "max": 600}}
+	count(deny_of(with_gang(job_input("team-a", c, {}), cosched({"scheduleTimeoutSeconds": 120})))) == 0
+	count(deny_of(with_gang(job_input("team-a", c, {}), cosched({"scheduleTimeoutSeconds": 60})))) == 0
+	count(deny_of(with_gang(job_input("team-a", c, {}), cosched({"scheduleTimeoutSeconds": 600})))) == 0
+	# Volcano's PodGroup has no timeout, and a job without a gang has none to judge.
+	count(deny_of(with_gang(job_input("team-a", c, {}), {"scheduler": "volcano", "minMember": 4}))) == 0
+	count(deny_of(job_input("team-a", c, {}))) == 0
+}
+
+test_gang_timeout_out_of_range_denied if {
+	c := {"gangScheduleTimeoutSeconds": {"min": 60, "max": 600}}
+	deny_of(with_gang(job_input("team-a", c, {}), cosched({"scheduleTimeoutSeconds": 1200}))) == {{
+		"field": "spec.runtimeRef.name",
+		"msg": "runtime gpu-openmpi gives its coscheduling gang a schedule timeout of 1200 seconds but requires 60 to 600 seconds (mpiguard.io/gang-schedule-timeout-seconds); a cluster admin must set spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds on the runtime within it, or use another runtime",
+	}}
+	count(deny_of(with_gang(job_input("team-a", c, {}), cosched({"scheduleTimeoutSeconds": 30})))) == 1
+}
+
+test_gang_timeout_missing_denied if {
+	deny_of(with_gang(job_input("team-a", {"gangScheduleTimeoutSeconds": {"max": 300}}, {}), cosched({}))) == {{
+		"field": "spec.runtimeRef.name",
+		"msg": "runtime gpu-openmpi gives its coscheduling gang no schedule timeout but requires one of at most 300 seconds (mpiguard.io/gang-schedule-timeout-seconds); a cluster admin must set spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds on the runtime, or use another runtime",
+	}}
+}
+
+test_gang_min_available_all if {
+	c := {"gangMinAvailable": "all"}
+	count(deny_of(with_gang(job_input("team-a", c, {"total": {"pods": 4}}), cosched({})))) == 0
+	deny_of(with_gang(job_input("team-a", c, {"total": {"pods": 4}}), cosched({"minMember": 3}))) == {{
+		"field": "spec.trainer.numNodes",
+		"msg": "TrainJob's gang holds 3 pods (its PodGroup's minMember) but runtime gpu-openmpi requires at least 4 to start together (mpiguard.io/gang-min-available: all); raise spec.trainer.numNodes so the job has 4 pods or more",
+	}}
+}
+
+test_gang_min_available_count if {
+	c := {"gangMinAvailable": 8}
+	count(deny_of(with_gang(job_input("team-a", c, {}), {"scheduler": "volcano", "minMember": 8}))) == 0
+	count(deny_of(with_gang(job_input("team-a", c, {}), {"scheduler": "volcano", "minMember": 4}))) == 1
+}
+
+test_gang_required_without_a_gang_denied if {
+	deny_of(job_input("team-a", {"gangMinAvailable": "all"}, {})) == {{
+		"field": "spec.runtimeRef.name",
+		"msg": "runtime gpu-openmpi requires its jobs to be gang-scheduled (mpiguard.io/gang-min-available: all) but has no spec.podGroupPolicy, so its pods would start one by one; a cluster admin must give the runtime a Volcano or coscheduling podGroupPolicy, or use a gang variant of it",
+	}}
+}

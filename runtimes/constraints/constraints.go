@@ -44,7 +44,8 @@ const (
 )
 
 // Keys lists every constraint annotation, in documentation order.
-var Keys = []string{AnnotationMaxNodes, AnnotationMaxWorkers, AnnotationMaxGPUsPerWorker, AnnotationRequiredNodeLabels, AnnotationAllowedNamespaces}
+var Keys = []string{AnnotationMaxNodes, AnnotationMaxWorkers, AnnotationMaxGPUsPerWorker, AnnotationRequiredNodeLabels, AnnotationAllowedNamespaces,
+	AnnotationAllowedPriorityClasses, AnnotationDefaultPriorityClass, AnnotationGangScheduleTimeoutSeconds, AnnotationGangMinAvailable}
 
 // Constraints are the parsed limits of one runtime. The JSON form is what the
 // Rego policies see (input.runtime.constraints); nil/empty fields are absent.
@@ -57,11 +58,20 @@ type Constraints struct {
 	RequiredNodeLabels map[string]string `json:"requiredNodeLabels,omitempty"`
 	// AllowedNamespaces are path.Match globs; empty allows every namespace.
 	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
+	// AllowedPriorityClasses and DefaultPriorityClass: governance.go.
+	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
+	DefaultPriorityClass   string   `json:"defaultPriorityClass,omitempty"`
+	// GangScheduleTimeoutSeconds bounds a coscheduling gang's timeout.
+	GangScheduleTimeoutSeconds *Range `json:"gangScheduleTimeoutSeconds,omitempty"`
+	// GangMinAvailable is "all" or a whole number: the job must be
+	// gang-scheduled with at least that many pods in its gang.
+	GangMinAvailable string `json:"gangMinAvailable,omitempty"`
 }
 
 // IsZero reports whether the runtime states no constraint at all.
 func (c Constraints) IsZero() bool {
-	return c.MaxNodes == nil && c.MaxGPUsPerWorker == nil && len(c.RequiredNodeLabels) == 0 && len(c.AllowedNamespaces) == 0
+	return c.MaxNodes == nil && c.MaxGPUsPerWorker == nil && len(c.RequiredNodeLabels) == 0 && len(c.AllowedNamespaces) == 0 &&
+		len(c.AllowedPriorityClasses) == 0 && c.DefaultPriorityClass == "" && c.GangScheduleTimeoutSeconds == nil && c.GangMinAvailable == ""
 }
 
 var annotationsPath = field.NewPath("metadata", "annotations")
@@ -104,6 +114,7 @@ func Parse(annotations map[string]string) (Constraints, field.ErrorList) {
 	if v, ok := annotations[AnnotationAllowedNamespaces]; ok {
 		c.AllowedNamespaces, errs = parseNamespaces(v, errs)
 	}
+	errs = parseGovernance(annotations, &c, errs)
 	return c, errs
 }
 

@@ -35,6 +35,7 @@ func PolicyInput(annotations map[string]string) map[string]any {
 		}
 		out["allowedNamespaces"] = ns
 	}
+	governanceInput(c, out)
 	return out
 }
 

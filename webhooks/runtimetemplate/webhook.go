@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/runtimes/template"
 )
@@ -66,13 +67,13 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	}
 	meta, spec, err := v.decode(req, false)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return refused(err)
 	}
 	errs, warnings := template.Validate(meta, spec)
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		oldMeta, oldSpec, err := v.decode(req, true)
 		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
+			return refused(err)
 		}
 		// Updates that change neither spec nor constraints (finalizers, labels) and
 		// updates of an object being deleted must pass, or a runtime created before
@@ -84,10 +85,32 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 		}
 	}
 	resp := admission.Allowed("")
+	audit := map[string]string{"verdict": "allowed"}
 	if len(errs) > 0 {
-		resp = admission.Denied(template.Refusal(req.Kind.Kind, req.Name, errs))
+		msg := template.Refusal(req.Kind.Kind, req.Name, errs)
+		if link := pipeline.DocsLink(AuditPolicy); link != "" {
+			msg += " (see " + link + ")"
+		}
+		resp = admission.Denied(msg)
+		audit = map[string]string{"verdict": "denied", "denied-by": AuditPolicy}
 	}
+	if len(warnings) > 0 {
+		audit["warned-by"] = AuditPolicy
+	}
+	resp.AuditAnnotations = audit
 	return resp.WithWarnings(template.WarningLines(warnings)...)
+}
+
+// AuditPolicy names this webhook's rules in its audit annotations (the
+// apiserver's audit log: vtrainingruntime.mpiguard.io/verdict, .../denied-by),
+// as audit reports them.
+const AuditPolicy = "runtime-template"
+
+// refused answers a runtime that cannot be decoded.
+func refused(err error) admission.Response {
+	resp := admission.Errored(http.StatusBadRequest, err)
+	resp.AuditAnnotations = map[string]string{"verdict": "refused"}
+	return resp
 }
 
 // decode returns the metadata and spec of the (old) object: both kinds share

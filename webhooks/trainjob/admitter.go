@@ -75,15 +75,15 @@ func refused(err error) *admission.Response {
 }
 
 // answer is the response to an evaluation: denied with every denial, or
-// allowed, with the warnings either way. An allowed create also hears which
+// allowed, with the warnings either way, and its audit annotations. An allowed create also hears which
 // NetworkPolicy template the job gets and what it leaves closed.
 func answer(v *pipeline.Evaluation) admission.Response {
 	if !v.Allowed() {
-		return admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...)
+		return withVerdict(admission.Denied(v.DenialMessage()).WithWarnings(v.Warnings()...), v)
 	}
 	warnings := v.Warnings()
-	if v.NetworkPolicy != "" { // only a create's verdict has one
+	if v.NetworkPolicy != "" { // only a create's evaluation has one
 		warnings = append(warnings, v.NetworkPolicy)
 	}
-	return admission.Allowed("").WithWarnings(warnings...)
+	return withVerdict(admission.Allowed("").WithWarnings(warnings...), v)
 }

@@ -24,17 +24,20 @@ type Mutator struct{ *admitter }
 func (m Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	r, done := decode(req)
 	if done != nil {
-		return *done
+		return withDefaultAudit(*done)
 	}
 	v, err := m.pipeline.Run(ctx, m.cluster, r, pipeline.Mutate)
 	if err != nil {
 		// An update refused here never reaches the validating webhook.
-		resp := *refused(err)
+		resp := withDefaultAudit(*refused(err))
 		m.reportDenied(r, resp)
 		return resp
 	}
-	if !v.Governed || len(v.Patch) == 0 {
-		return admission.Allowed("")
+	if !v.Governed {
+		return withDefaultAudit(admission.Allowed(""))
 	}
-	return admission.Patched("", v.Patch...)
+	if len(v.Patch) == 0 {
+		return withMutated(admission.Allowed(""), false)
+	}
+	return withMutated(admission.Patched("", v.Patch...), true)
 }

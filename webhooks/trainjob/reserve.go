@@ -20,10 +20,17 @@ func (v Validator) decideReserving(ctx context.Context, req admission.Request, r
 	var unavailable *admit.UnavailableError
 	switch {
 	case errors.As(err, &unavailable):
-		return admission.Errored(http.StatusServiceUnavailable, err)
+		return withReservation(withDefaultAudit(admission.Errored(http.StatusServiceUnavailable, err)), "unavailable")
 	case err != nil:
 		return *refused(err)
 	}
 	v.pipeline.Record(evaluation)
-	return answer(evaluation)
+	resp := answer(evaluation)
+	switch {
+	case !resp.Allowed:
+		return withReservation(resp, "refused")
+	case r.DryRun:
+		return withReservation(resp, "dry-run")
+	}
+	return withReservation(resp, "written")
 }

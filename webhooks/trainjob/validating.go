@@ -20,9 +20,9 @@ type Validator struct{ *admitter }
 func (v Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	r, done := decode(req)
 	if done != nil {
-		return *done
+		return withDefaultAudit(*done)
 	}
-	resp := v.decide(ctx, req, r)
+	resp := withDefaultAudit(v.decide(ctx, req, r))
 	v.reportDenied(r, resp)
 	return resp
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/reservations/retire"
 	"github.com/mpiguard/mpiguard/internal/reservations/store"
 	"github.com/mpiguard/mpiguard/networkpolicies"
+	"github.com/mpiguard/mpiguard/webhooks/deletes"
 	"github.com/mpiguard/mpiguard/webhooks/trainjob"
 )
 
@@ -31,6 +32,13 @@ type PolicyOptions struct {
 	// DecisionLog is where one JSON line per decision goes: "stdout", "stderr",
 	// a file path (appended), or "" for none.
 	DecisionLog string
+	// DecisionLogVerbosity says which decisions the decision log records:
+	// denials, decisions (every decision and deletion) or input (every
+	// decision with its policy input).
+	DecisionLogVerbosity string
+	// DocsBaseURL is where denials link to (the docs section that explains
+	// each policy's denials); "" for no links.
+	DocsBaseURL string
 	// ReservationGrace is how long a quota reservation is taken on trust before
 	// its TrainJob must exist (a create that failed after admission, a forged
 	// review, a replica that died before answering).
@@ -51,13 +59,15 @@ func DefaultPolicyOptions() PolicyOptions {
 	if ns == "" {
 		ns = "mpiguard-system"
 	}
-	return PolicyOptions{DecisionLog: "stdout", ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout,
+	return PolicyOptions{DecisionLog: "stdout", DecisionLogVerbosity: string(engine.LogDecisions), DocsBaseURL: pipeline.DefaultDocsBaseURL, ReservationGrace: 30 * time.Second, Namespace: ns, EvalTimeout: engine.DefaultEvalTimeout,
 		MaxUnconfirmedReservations: admit.DefaultMaxUnconfirmed}
 }
 
 // AddFlags binds policy flags.
 func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DecisionLog, "decision-log", o.DecisionLog, "Decision log destination: stdout, stderr, a file path (appended), or empty to disable.")
+	fs.StringVar(&o.DecisionLogVerbosity, "decision-log-verbosity", o.DecisionLogVerbosity, "What the decision log records: denials (denied requests only), decisions (every decision and deletion), input (every decision with the policy input it was made on).")
+	fs.StringVar(&o.DocsBaseURL, "docs-base-url", o.DocsBaseURL, "Base URL of mpiguard's docs folder: each policy's denials end with a link to the section that explains them (a mirror's for an air-gapped cluster); empty for no links.")
 	fs.StringVar(&o.Namespace, "policy-namespace", o.Namespace, "Namespace of the policy ConfigMaps (labels mpiguard.io/policy=rego|parameters); default: $POD_NAMESPACE.")
 	fs.DurationVar(&o.EvalTimeout, "policy-eval-timeout", o.EvalTimeout, "Deadline of one evaluation of the policy set; a policy that runs past it fails the request closed.")
 	fs.IntVar(&o.MaxUnconfirmedReservations, "max-unconfirmed-reservations", o.MaxUnconfirmedReservations, "Per namespace, how many quota reservations of admitted creates whose TrainJob has not appeared may be held; past it creates there are refused with 'retry' (negative: no cap).")
@@ -87,11 +97,16 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	if err != nil {
 		return err
 	}
+	verbosity, err := engine.ParseVerbosity(o.DecisionLogVerbosity)
+	if err != nil {
+		return err
+	}
+	pipeline.SetDocsBaseURL(o.DocsBaseURL)
 	base, err := engine.DefaultPolicySet()
 	if err != nil {
 		return fmt.Errorf("reading the embedded policies: %w", err)
 	}
-	eng, err := engine.New(ctx, base, engine.Options{DecisionLog: log, Registerer: metrics.Registry, EvalTimeout: o.EvalTimeout})
+	eng, err := engine.New(ctx, base, engine.Options{DecisionLog: log, DecisionLogVerbosity: verbosity, Registerer: metrics.Registry, EvalTimeout: o.EvalTimeout})
 	if err != nil {
 		return fmt.Errorf("loading the embedded policies: %w", err)
 	}
@@ -147,7 +162,11 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	if err := setupKueueCheck(mgr, p, admitter, ko); err != nil {
 		return err
 	}
-	return trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, Reservations: admitter, Nodes: nodes})
+	if err := trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, Reservations: admitter, Nodes: nodes}); err != nil {
+		return err
+	}
+	// Deletions of TrainJobs and runtimes go to the same decision log.
+	return deletes.SetupWithManager(mgr, &deletes.Observer{Log: eng, Reservations: admitter})
 }
 
 // setupAudit runs audit on the elected leader with the webhooks' pipeline,

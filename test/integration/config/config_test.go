@@ -115,6 +115,9 @@ var _ = Describe("config/default", func() {
 			"vtrainjob.mpiguard.io":               {"not-being-deleted", "spec-changes", "not-only-suspending"},
 			"vclustertrainingruntime.mpiguard.io": {"not-being-deleted", "spec-labels-or-annotations-change"},
 			"vtrainingruntime.mpiguard.io":        {"not-being-deleted", "spec-labels-or-annotations-change"},
+			// Deletions on record: it must see every DELETE, and never blocks
+			// one (failurePolicy Ignore, always allowed).
+			"odelete.mpiguard.io": {},
 		}
 		got := map[string][]string{}
 		for _, o := range build("config/default") {
