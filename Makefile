@@ -36,6 +36,9 @@ export KWOK_VERSION
 TEST_TIMEOUT  ?= 40m
 
 CONTROLLER_GEN = $(GO) tool controller-gen
+# mpiguard's own packages: third_party/ is another module (a go.mod replace)
+# whose packages controller-gen must not load.
+GEN_PATHS = ./api/...;./cmd/...;./internal/...;./networkpolicies/...;./runtimes/...;./webhooks/...
 # The Volcano API module (go.mod) whose Queue and PodGroup CRDs the envtest suites install.
 VOLCANO_APIS = volcano.sh/apis
 # Its CRDs are copied into config/crd/openreports by `make manifests`.
@@ -110,7 +113,7 @@ lint: ## golangci-lint, gofmt check and Rego strict check.
 
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager crd webhook paths="./..." \
+	$(CONTROLLER_GEN) rbac:roleName=manager crd webhook paths="$(GEN_PATHS)" \
 	  output:crd:artifacts:config=config/crd/bases \
 	  output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook
@@ -131,7 +134,7 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from kubebuilder ma
 
 .PHONY: generate
 generate: ## Generate deepcopy code for mpiguard's API types.
-	$(CONTROLLER_GEN) object paths="./..."
+	$(CONTROLLER_GEN) object paths="$(GEN_PATHS)"
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail if the tree changed.

@@ -142,7 +142,7 @@ func TestRuntimeVerdictIsTheWebhooks(t *testing.T) {
 					warnings = append(warnings, v.Field+": "+v.Message)
 				}
 			}
-			if diff := cmp.Diff([]string(resp.Warnings), warnings); diff != "" {
+			if diff := cmp.Diff(resp.Warnings, warnings); diff != "" {
 				t.Errorf("%s: %s: warnings differ (-webhook +check):\n%s", file, key, diff)
 			}
 		}

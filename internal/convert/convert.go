@@ -49,13 +49,13 @@ type Options struct {
 type Outcome string
 
 const (
-	// Mapped: the field has a Trainer equivalent and was carried over.
+	// Mapped means the field has a Trainer equivalent and was carried over.
 	Mapped Outcome = "mapped"
-	// Differs: carried over or handled, but the Trainer behaves differently.
+	// Differs means the field was carried over or handled, but the Trainer behaves differently.
 	Differs Outcome = "differs"
-	// NoEquivalent: the Trainer has no such field; it was not carried over.
+	// NoEquivalent means the Trainer has no such field; it was not carried over.
 	NoEquivalent Outcome = "no equivalent"
-	// Unknown: a field of the input convert does not know; not carried over.
+	// Unknown means a field of the input that convert does not know; not carried over.
 	Unknown Outcome = "unknown"
 )
 

@@ -50,7 +50,7 @@ func readCase(t *testing.T, name string) convert.Document {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close()
 	docs, err := convert.Read(name, f)
 	if err != nil {
 		t.Fatal(err)

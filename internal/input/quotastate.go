@@ -94,27 +94,27 @@ func WithoutJob(reservations []quota.Reservation, key string, uid types.UID) []q
 type Uncounted map[string]corev1.ResourceList
 
 // quota returns what the reservations hold of quotas[i].
-func (h *QuotaState) quota(i int) *reservedOfQuota {
-	h.once.Do(h.build)
-	return &h.of[i]
+func (s *QuotaState) quota(i int) *reservedOfQuota {
+	s.once.Do(s.build)
+	return &s.of[i]
 }
 
 // held returns, per quota, what the reservations hold of each resource name
 // (quota.Reserved): what input.job.objects compares object counts with.
-func (h *QuotaState) held() []map[corev1.ResourceName]*quota.Reserved {
-	h.once.Do(h.build)
-	out := make([]map[corev1.ResourceName]*quota.Reserved, len(h.of))
-	for i := range h.of {
-		out[i] = h.of[i].held
+func (s *QuotaState) held() []map[corev1.ResourceName]*quota.Reserved {
+	s.once.Do(s.build)
+	out := make([]map[corev1.ResourceName]*quota.Reserved, len(s.of))
+	for i := range s.of {
+		out[i] = s.of[i].held
 	}
 	return out
 }
 
-func (h *QuotaState) build() {
-	h.of = make([]reservedOfQuota, len(h.Quotas))
-	for i := range h.Quotas {
-		q := &h.Quotas[i]
-		held, by := reservedFor(q, h.Reservations)
+func (s *QuotaState) build() {
+	s.of = make([]reservedOfQuota, len(s.Quotas))
+	for i := range s.Quotas {
+		q := &s.Quotas[i]
+		held, by := reservedFor(q, s.Reservations)
 		reserved := corev1.ResourceList{}
 		for name, sum := range held {
 			reserved[name] = sum.Total
@@ -126,7 +126,7 @@ func (h *QuotaState) build() {
 				out.names[name] = heldPartOf(res, held[name])
 			}
 		}
-		h.of[i] = out
+		s.of[i] = out
 	}
 }
 

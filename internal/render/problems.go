@@ -190,43 +190,43 @@ func limitItemProblems(lrName string, item *corev1.LimitRangeItem, requests, lim
 	// resources.
 	requestsPath, limitsPath := path.Child("resources", "requests"), path.Child("resources", "limits")
 	for _, name := range slices.Sorted(maps.Keys(item.Min)) { // stable messages, as in resourceProblems
-		min := item.Min[name]
+		minimum := item.Min[name]
 		req, hasReq := requests[name]
 		lim, hasLim := limits[name]
-		r, l, m := enforcedValues(req, lim, min)
+		r, l, m := enforcedValues(req, lim, minimum)
 		switch {
 		case !hasReq:
 			errs = append(errs, field.Forbidden(requestsPath.Key(string(name)), fmt.Sprintf(
 				"minimum %s usage per %s is %s, but no request is specified (LimitRange %q); %s; request at least %s",
-				name, kind, min.String(), lrName, hangHint, min.String())))
+				name, kind, minimum.String(), lrName, hangHint, minimum.String())))
 		case r < m:
 			errs = append(errs, field.Forbidden(requestsPath.Key(string(name)), fmt.Sprintf(
 				"minimum %s usage per %s is %s, but request is %s (LimitRange %q); %s; raise the request to at least %s",
-				name, kind, min.String(), req.String(), lrName, hangHint, min.String())))
+				name, kind, minimum.String(), req.String(), lrName, hangHint, minimum.String())))
 		case hasLim && l < m:
 			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
 				"minimum %s usage per %s is %s, but limit is %s (LimitRange %q); %s; raise the limit to at least %s",
-				name, kind, min.String(), lim.String(), lrName, hangHint, min.String())))
+				name, kind, minimum.String(), lim.String(), lrName, hangHint, minimum.String())))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(item.Max)) {
-		max := item.Max[name]
+		maximum := item.Max[name]
 		req, hasReq := requests[name]
 		lim, hasLim := limits[name]
-		r, l, m := enforcedValues(req, lim, max)
+		r, l, m := enforcedValues(req, lim, maximum)
 		switch {
 		case !hasLim:
 			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
 				"maximum %s usage per %s is %s, but no limit is specified (LimitRange %q); %s; set a %s limit of at most %s",
-				name, kind, max.String(), lrName, hangHint, name, max.String())))
+				name, kind, maximum.String(), lrName, hangHint, name, maximum.String())))
 		case l > m:
 			errs = append(errs, field.Forbidden(limitsPath.Key(string(name)), fmt.Sprintf(
 				"maximum %s usage per %s is %s, but limit is %s (LimitRange %q); %s; lower the limit to at most %s",
-				name, kind, max.String(), lim.String(), lrName, hangHint, max.String())))
+				name, kind, maximum.String(), lim.String(), lrName, hangHint, maximum.String())))
 		case hasReq && r > m:
 			errs = append(errs, field.Forbidden(requestsPath.Key(string(name)), fmt.Sprintf(
 				"maximum %s usage per %s is %s, but request is %s (LimitRange %q); %s; lower the request to at most %s",
-				name, kind, max.String(), req.String(), lrName, hangHint, max.String())))
+				name, kind, maximum.String(), req.String(), lrName, hangHint, maximum.String())))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(item.MaxLimitRequestRatio)) {
