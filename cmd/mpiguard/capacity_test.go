@@ -21,7 +21,7 @@ func TestCheckJudgesNodeCapacityFromNodeDocuments(t *testing.T) {
 		return out.String(), stderr.String(), exitOf(err)
 	}
 	out, _, code := check(t, dir+"denied-worker-larger-than-nodes.yaml", "")
-	if code != 1 || !strings.Contains(out, "deny   node-capacity: spec.trainer.resourcesPerNode: each Worker pod asks 16 nvidia.com/gpu; the largest of the 4 nodes it may run on has 8 nvidia.com/gpu") {
+	if code != 1 || !strings.Contains(out, "deny   node-capacity: spec.trainer.resourcesPerNode: each Worker pod asks 16 nvidia.com/gpu; the largest of the 4 cluster nodes it may run on has 8 nvidia.com/gpu") {
 		t.Errorf("a Worker larger than every node: exit %d\n%s", code, out)
 	}
 	out, _, code = check(t, dir+"warned-gang-larger-than-nodes.yaml", "")

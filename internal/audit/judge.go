@@ -51,7 +51,7 @@ const (
 const (
 	// RuntimeTemplatePolicy judges runtimes: runtimes/template, the rules
 	// the runtime webhook enforces.
-	RuntimeTemplatePolicy = "runtime-template"
+	RuntimeTemplatePolicy = template.Policy
 	// EvaluationPolicy names the error result of a TrainJob that could not
 	// be judged at all: no policy of the set could say anything about it.
 	EvaluationPolicy = "mpiguard"

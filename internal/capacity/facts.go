@@ -101,6 +101,9 @@ func Of(view *render.JobView, nodes *Summary, runtimeClasses []nodev1.RuntimeCla
 	if nodes == nil || view == nil {
 		return nil
 	}
+	if slices.Contains(nodes.Shapes, nil) { // only a hand-built Summary has one
+		nodes = &Summary{Nodes: nodes.Nodes, Shapes: slices.DeleteFunc(slices.Clone(nodes.Shapes), func(s *Shape) bool { return s == nil })}
+	}
 	out := &Input{Nodes: nodes.Nodes, Shapes: len(nodes.Shapes), ReplicatedJobs: make([]ReplicatedJob, 0, len(view.ReplicatedJobs))}
 	placements := make(map[string][]placement, len(view.ReplicatedJobs))
 	for i := range view.ReplicatedJobs {
@@ -109,12 +112,16 @@ func Of(view *render.JobView, nodes *Summary, runtimeClasses []nodev1.RuntimeCla
 		out.ReplicatedJobs = append(out.ReplicatedJobs, facts)
 		placements[rj.Name] = places
 	}
-	if view.Workers != nil {
+	// The Workers and the Launcher are among the replicated jobs of every
+	// view the renderer makes; a view built otherwise gets no gang facts.
+	if wp, ok := placements[nameOf(view.Workers)]; ok && view.Workers != nil {
 		var launcher *render.ReplicatedJobView
 		if view.Launcher != nil && view.Launcher.Pods > 0 {
 			launcher = view.Launcher
 		}
-		out.Gang = gangOf(view.Workers, placements[view.Workers.Name], launcher, placements[nameOf(launcher)], nodes)
+		if lp, ok := placements[nameOf(launcher)]; launcher == nil || ok {
+			out.Gang = gangOf(view.Workers, wp, launcher, lp, nodes)
+		}
 	}
 	return out
 }

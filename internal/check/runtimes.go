@@ -9,13 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/runtimes/template"
 )
 
 // RuntimeTemplatePolicy names the results of runtime templates, as audit
 // reports them.
-const RuntimeTemplatePolicy = "runtime-template"
+const RuntimeTemplatePolicy = template.Policy
 
 // ValidateRuntimes judges every ClusterTrainingRuntime and TrainingRuntime of
 // the documents (not the curated ones, which mpiguard publishes) as the
@@ -56,7 +57,7 @@ func ValidateRuntimes(c *Cluster) ([]Result, error) {
 		errs, warnings := template.Validate(meta, spec)
 		res := Result{Runtime: key, Source: c.sources[key], Governed: true, Allowed: len(errs) == 0, Violations: []engine.Violation{}}
 		if len(errs) > 0 {
-			res.Refusal = template.Refusal(kind, meta.Name, errs)
+			res.Refusal = pipeline.WithDocsLink(template.Policy, template.Refusal(kind, meta.Name, errs))
 		}
 		res.Violations = append(res.Violations, runtimeViolations(errs, engine.EnforceDeny)...)
 		res.Violations = append(res.Violations, runtimeViolations(warnings, engine.EnforceWarn)...)

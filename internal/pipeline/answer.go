@@ -26,9 +26,7 @@ func (v *Evaluation) DenialMessage() string {
 		// The last line of each policy's denials ends with its docs
 		// (doclinks.go): once per policy keeps the message short.
 		if last := i == len(vs)-1 || vs[i+1].Policy != x.Policy; last {
-			if link := DocsLink(x.Policy); link != "" {
-				b.WriteString(" (see " + link + ")")
-			}
+			b.WriteString(WithDocsLink(x.Policy, ""))
 		}
 	}
 	return b.String()

@@ -25,6 +25,7 @@ var PolicyDocs = map[string]string{
 	"pod-security":        "runtimes.md#pod-security-openshift-what-each-runtime-needs-from-the-platform",
 	"worker-image":        "runtimes.md#a-runtime-for-your-own-image",
 	"gang-scheduling":     "runtimes.md#gang-variants-what-the-platform-team-configures",
+	"node-capacity":       "troubleshooting.md#a-job-that-does-not-fit-the-nodes",
 	"quota-reservation":   "quota.md#what-you-see",
 	"runtime-template":    "runtimes.md#template-validation",
 }
@@ -52,4 +53,13 @@ func DocsLink(policy string) string {
 		return ""
 	}
 	return base + rel
+}
+
+// WithDocsLink is msg ending with the docs section that explains policy's
+// denials (DocsLink), or msg as it is when there is none.
+func WithDocsLink(policy, msg string) string {
+	if link := DocsLink(policy); link != "" {
+		return msg + " (see " + link + ")"
+	}
+	return msg
 }

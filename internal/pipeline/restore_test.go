@@ -176,7 +176,9 @@ func TestUpdateWithoutDecisionsDeniedUnrestored(t *testing.T) {
 		got = append(got, x.Policy+" "+x.Field)
 	}
 	want := []string{
-		"data-residency spec.runtimePatches", "data-residency spec.runtimePatches", // launcher and Workers are no longer restricted
+		// launcher and Workers are no longer restricted; with no runtime
+		// patches of its own left, the job is pointed at its runtime
+		"data-residency spec.runtimeRef", "data-residency spec.runtimeRef",
 		"max-duration spec.activeDeadlineSeconds",
 		"mpiguard-entry spec.runtimePatches",
 	}

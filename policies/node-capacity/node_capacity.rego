@@ -86,7 +86,7 @@ shape_violations contains lib.violation("spec.runtimePatches", msg_no_node(rj)) 
 }
 
 msg_no_node(rj) := sprintf(
-	"no node may run the %s pods: of the cluster's %s, %s, so the job would wait with its pods Pending; select nodes that exist (nodeSelector, node affinity) or tolerate their taints",
+	"no node may run the %s pods: of %s, %s, so the job would wait with its pods Pending; select nodes that exist (nodeSelector, node affinity) or tolerate their taints",
 	[role_name(rj), nodes_phrase(capacity.nodes), concat(", ", exclusions(rj))],
 )
 
@@ -178,9 +178,9 @@ role_name(rj) := "Launcher" if rj.role == "launcher"
 
 role_name(rj) := sprintf("replicated job %q", [rj.name]) if rj.role == "other"
 
-nodes_phrase(1) := "1 node"
+nodes_phrase(1) := "1 cluster node"
 
-nodes_phrase(n) := sprintf("%d nodes", [n]) if n != 1
+nodes_phrase(n) := sprintf("%d cluster nodes", [n]) if n != 1
 
 asks(rj) := concat(" and ", [sprintf("%s %s", [s.asks, s.resource]) | some s in rj.short])
 

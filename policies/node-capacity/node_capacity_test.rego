@@ -26,7 +26,7 @@ test_worker_larger_than_every_node_denied_with_numbers if {
 	got := node_capacity.deny with input as doc({"nodes": 8, "replicatedJobs": [launcher, worker(0, [{"resource": "nvidia.com/gpu", "asks": "16", "largest": "8"}])], "gang": gang(6)})
 	got == {{
 		"field": "spec.trainer.resourcesPerNode",
-		"msg": "each Worker pod asks 16 nvidia.com/gpu; the largest of the 4 nodes it may run on has 8 nvidia.com/gpu, so no node can ever hold it and the job would wait with its pods Pending; ask for at most what the largest node has, or select nodes large enough (nodeSelector, node affinity)",
+		"msg": "each Worker pod asks 16 nvidia.com/gpu; the largest of the 4 cluster nodes it may run on has 8 nvidia.com/gpu, so no node can ever hold it and the job would wait with its pods Pending; ask for at most what the largest node has, or select nodes large enough (nodeSelector, node affinity)",
 	}}
 }
 
@@ -40,7 +40,7 @@ test_no_eligible_node_denied_with_reasons if {
 	rj := object.union(worker(0, []), {"eligibleNodes": 0, "excluded": {"selector": 5, "taints": 2, "unschedulable": 1}})
 	got := node_capacity.deny with input as doc({"nodes": 8, "replicatedJobs": [launcher, rj], "gang": gang(6)})
 	some v in got
-	v.msg == "no node may run the Worker pods: of the cluster's 8 nodes, 5 do not match its node selector or required node affinity, 2 have taints it does not tolerate, 1 are cordoned (spec.unschedulable), so the job would wait with its pods Pending; select nodes that exist (nodeSelector, node affinity) or tolerate their taints"
+	v.msg == "no node may run the Worker pods: of 8 cluster nodes, 5 do not match its node selector or required node affinity, 2 have taints it does not tolerate, 1 are cordoned (spec.unschedulable), so the job would wait with its pods Pending; select nodes that exist (nodeSelector, node affinity) or tolerate their taints"
 }
 
 test_gang_larger_than_nodes_warns_by_default if {
@@ -48,7 +48,7 @@ test_gang_larger_than_nodes_warns_by_default if {
 	count(node_capacity.deny) == 0 with input as d
 	node_capacity.warn == {{
 		"field": "spec.trainer.numNodes",
-		"msg": "the 6 Workers and the Launcher cannot all run at once: the nodes they may run on hold at most 4 Workers beside the Launcher (4 nodes holding 1 each), so the job would hold its quota and wait with pods Pending until the cluster grows; use at most 4 Workers (spec.trainer.numNodes), or ask an admin for nodes (a cluster autoscaler's node groups are named in the node-capacity parameter nodeGroups)",
+		"msg": "the 6 Workers and the Launcher cannot all run at once: the nodes they may run on hold at most 4 Workers beside the Launcher (4 cluster nodes holding 1 each), so the job would hold its quota and wait with pods Pending until the cluster grows; use at most 4 Workers (spec.trainer.numNodes), or ask an admin for nodes (a cluster autoscaler's node groups are named in the node-capacity parameter nodeGroups)",
 	}} with input as d
 }
 

@@ -33,6 +33,11 @@ func Validate(meta *metav1.ObjectMeta, spec *trainer.TrainingRuntimeSpec) (errs,
 	return errs, warnings
 }
 
+// Policy is the name the rules of Validate go by wherever their verdicts are
+// shown: audit Reports, `mpiguard check`, the webhook's audit annotations and
+// its docs link.
+const Policy = "runtime-template"
+
 // Refusal is the message a runtime of kind and name is refused with when
 // Validate finds errs: the runtime-template webhook's answer and `mpiguard
 // check`'s, one wording for both.

@@ -87,24 +87,16 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	resp := admission.Allowed("")
 	audit := map[string]string{"verdict": "allowed"}
 	if len(errs) > 0 {
-		msg := template.Refusal(req.Kind.Kind, req.Name, errs)
-		if link := pipeline.DocsLink(AuditPolicy); link != "" {
-			msg += " (see " + link + ")"
-		}
-		resp = admission.Denied(msg)
-		audit = map[string]string{"verdict": "denied", "denied-by": AuditPolicy}
+		resp = admission.Denied(pipeline.WithDocsLink(template.Policy, template.Refusal(req.Kind.Kind, req.Name, errs)))
+		audit = map[string]string{"verdict": "denied", "denied-by": template.Policy}
 	}
 	if len(warnings) > 0 {
-		audit["warned-by"] = AuditPolicy
+		audit["warned-by"] = template.Policy
 	}
 	resp.AuditAnnotations = audit
 	return resp.WithWarnings(template.WarningLines(warnings)...)
 }
 
-// AuditPolicy names this webhook's rules in its audit annotations (the
-// apiserver's audit log: vtrainingruntime.mpiguard.io/verdict, .../denied-by),
-// as audit reports them.
-const AuditPolicy = "runtime-template"
 
 // refused answers a runtime that cannot be decoded.
 func refused(err error) admission.Response {
