@@ -97,7 +97,6 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	return resp.WithWarnings(template.WarningLines(warnings)...)
 }
 
-
 // refused answers a runtime that cannot be decoded.
 func refused(err error) admission.Response {
 	resp := admission.Errored(http.StatusBadRequest, err)
