@@ -33,14 +33,14 @@ var _ = Describe("node capacity through the apiserver", Serial, func() {
 	It("denies a Worker larger than every node, with the numbers", func(ctx context.Context) {
 		rt := createRuntime(ctx, gpuWorkers("capacity-16-"+ns, "16"))
 		msg := denial(ctx, fixtures.TrainJob(ns, "too-large", rt.Name).NumNodes(2).NumProcPerNode(16).Obj())
-		Expect(msg).To(ContainSubstring("[node-capacity] spec.trainer.resourcesPerNode: each Worker pod asks 16 nvidia.com/gpu; the largest of the 2 nodes it may run on has 8 nvidia.com/gpu"))
+		Expect(msg).To(ContainSubstring("[node-capacity] spec.trainer.resourcesPerNode: each Worker pod asks 16 nvidia.com/gpu; the largest of the 2 cluster nodes it may run on has 8 nvidia.com/gpu"))
 	})
 
 	It("admits a gang the nodes cannot hold at once, with a warning", func(ctx context.Context) {
 		rt := createRuntime(ctx, gpuWorkers("capacity-4-"+ns, "4"))
 		w := &warningsSeen{}
 		Expect(clientWithWarnings(w).Create(ctx, fixtures.TrainJob(ns, "waits", rt.Name).NumNodes(6).NumProcPerNode(4).Obj())).To(Succeed())
-		Expect(w.list).To(ContainElement(ContainSubstring("[node-capacity] spec.trainer.numNodes: the 6 Workers and the Launcher cannot all run at once: the nodes they may run on hold at most 4 Workers beside the Launcher (2 nodes holding 2 each)")))
+		Expect(w.list).To(ContainElement(ContainSubstring("[node-capacity] spec.trainer.numNodes: the 6 Workers and the Launcher cannot all run at once: the nodes they may run on hold at most 4 Workers beside the Launcher (2 cluster nodes holding 2 each)")))
 	})
 
 	It("refuses a gang the nodes cannot hold at once when gangEnforcement is deny", func(ctx context.Context) {

@@ -26,7 +26,7 @@ var _ = Describe("the TrainJob validating webhook", func() {
 		Expect(err).To(HaveOccurred())
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want a webhook denial, got %v", err)
 		Expect(err.Error()).To(ContainSubstring(`admission webhook "vtrainjob.mpiguard.io" denied the request`))
-		Expect(err.Error()).To(ContainSubstring("[slots-gpus] spec.trainer.numNodes: TrainJob has 0 nodes"))
+		Expect(err.Error()).To(ContainSubstring("[slots-gpus] spec.trainer.numNodes: TrainJob has 0 hostfile nodes"))
 		Expect(err.Error()).To(ContainSubstring("set spec.trainer.numNodes to 1 or more"))
 	})
 
