@@ -94,6 +94,19 @@ func applyChanges(tj *trainer.TrainJob, changes []engine.Change) error {
 	for _, c := range changes {
 		switch c.Target {
 		case "trainJob":
+			if c.Field == "metadata.labels" { // a label the job lacks, added
+				v, ok := c.Value.(string)
+				if !ok || c.Key == "" {
+					return fmt.Errorf("TrainJob label change without a key or a string value: %+v", c)
+				}
+				if _, set := tj.Labels[c.Key]; !set {
+					if tj.Labels == nil {
+						tj.Labels = map[string]string{}
+					}
+					tj.Labels[c.Key] = v
+				}
+				continue
+			}
 			if c.Field != "spec.activeDeadlineSeconds" {
 				return fmt.Errorf("unknown TrainJob field %q", c.Field)
 			}
