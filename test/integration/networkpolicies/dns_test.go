@@ -125,11 +125,11 @@ var _ = Describe("the per-job NetworkPolicy's cluster DNS", func() {
 // (docs/operations.md, "Upgrading").
 var _ = Describe("the default template across an upgrade", func() {
 	It("is what the Helm chart's jobNetworkPolicies values set, through mpiguard serve's flags", func() {
-		objs, err := framework.HelmTemplate("mpiguard", "mpiguard-system", map[string]any{"jobNetworkPolicies": map[string]any{
+		objs, err := framework.HelmTemplate("mpiguard", "mpiguard-system", framework.WithImage(map[string]any{"jobNetworkPolicies": map[string]any{
 			"defaultTemplate": "job-isolated",
 			"extraIngress":    "monitoring/app.kubernetes.io/name=prometheus:9090",
 			"extraEgress":     "52.216.0.0/15:443",
-		}})
+		}}))
 		Expect(err).NotTo(HaveOccurred())
 		np := componentsFromArgs(mpiguardArgs("the Helm chart", objs)).NetworkPolicies
 		Expect(np.DefaultTemplate).To(Equal(networkpolicies.TemplateJobIsolated))
@@ -139,7 +139,7 @@ var _ = Describe("the default template across an upgrade", func() {
 			Ports: networkpolicies.PortRange{Start: 443}}))
 
 		By("without the values: the default")
-		objs, err = framework.HelmTemplate("mpiguard", "mpiguard-system", nil)
+		objs, err = framework.HelmTemplate("mpiguard", "mpiguard-system", framework.WithImage(nil))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(componentsFromArgs(mpiguardArgs("the Helm chart", objs)).NetworkPolicies.DefaultTemplate).To(BeEmpty(), "no flag: the controller's default, %s", networkpolicies.DefaultTemplate)
 	})
