@@ -84,7 +84,7 @@ func (r Result) Violates() bool { return r.Status == Fail }
 // started (the JobSet reports jobs). Everything else that has not finished
 // waits for pods, and is judged as the resume that would start it.
 func Running(job *trainer.TrainJob, existing reservations.Existing) bool {
-	if ptr.Deref(job.Spec.Suspend, false) {
+	if jobstate.Suspended(job) {
 		return false
 	}
 	if len(existing.Of(job.Name, job.UID)) > 0 {
@@ -112,9 +112,7 @@ func Request(job *trainer.TrainJob, running bool) *pipeline.Request {
 	}
 	req := &pipeline.Request{Operation: engine.Update, TrainJob: job, OldTrainJob: job, Audit: true, RecordLater: true}
 	if !running {
-		resumed, suspended := job.DeepCopy(), job.DeepCopy()
-		resumed.Spec.Suspend, suspended.Spec.Suspend = ptr.To(false), ptr.To(true)
-		req.TrainJob, req.OldTrainJob = resumed, suspended
+		req.OldTrainJob, req.TrainJob = jobstate.AsResume(job)
 	}
 	return req
 }

@@ -66,12 +66,11 @@ const (
 // suspended to the job running, with every policy, as audit judges a
 // waiting job.
 func (ev *Evaluator) Request(tj *trainer.TrainJob) *pipeline.Request {
-	if !ev.SuspendedAsResume || !ptr.Deref(tj.Spec.Suspend, false) {
+	if !ev.SuspendedAsResume || !jobstate.Suspended(tj) {
 		return &pipeline.Request{Operation: engine.Create, User: ev.User, TrainJob: tj}
 	}
-	resumed, suspended := tj.DeepCopy(), tj.DeepCopy()
-	resumed.Spec.Suspend = ptr.To(false)
-	return &pipeline.Request{Operation: engine.Update, User: ev.User, TrainJob: resumed, OldTrainJob: suspended}
+	old, resumed := jobstate.AsResume(tj)
+	return &pipeline.Request{Operation: engine.Update, User: ev.User, TrainJob: resumed, OldTrainJob: old}
 }
 
 // Evaluator runs TrainJobs through the engine and renderer the webhooks use.

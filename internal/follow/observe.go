@@ -16,6 +16,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/mpiguard/mpiguard/internal/diagnosis"
+	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/networkpolicies"
 )
 
@@ -47,21 +49,15 @@ func IsMPI(ctx context.Context, r client.Reader, job *trainer.TrainJob) (bool, e
 	if ref.APIGroup != nil && *ref.APIGroup != trainer.GroupVersion.Group {
 		return false, nil
 	}
-	var spec trainer.TrainingRuntimeSpec
-	var err error
+	var rt client.Object = &trainer.ClusterTrainingRuntime{}
+	key := client.ObjectKey{Name: ref.Name}
 	if ref.Kind != nil && *ref.Kind == trainer.TrainingRuntimeKind {
-		var rt trainer.TrainingRuntime
-		err = r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}, &rt)
-		spec = rt.Spec
-	} else {
-		var rt trainer.ClusterTrainingRuntime
-		err = r.Get(ctx, client.ObjectKey{Name: ref.Name}, &rt)
-		spec = rt.Spec
+		rt, key.Namespace = &trainer.TrainingRuntime{}, job.Namespace
 	}
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	if err := r.Get(ctx, key, rt); err != nil {
+		return false, client.IgnoreNotFound(err)
 	}
-	return spec.MLPolicy != nil && spec.MLPolicy.MPI != nil, err
+	return engine.Governs(rt), nil
 }
 
 // Observe reads what the verdict on job depends on. It reads the JobSet
@@ -72,7 +68,7 @@ func IsMPI(ctx context.Context, r client.Reader, job *trainer.TrainJob) (bool, e
 func Observe(ctx context.Context, r Readers, job *trainer.TrainJob) (diagnosis.Observation, error) {
 	o := diagnosis.Observation{
 		Job: job.Name, Namespace: job.Namespace,
-		Suspended:             job.Spec.Suspend != nil && *job.Spec.Suspend,
+		Suspended:             jobstate.Suspended(job),
 		Queue:                 job.Labels[kueueQueueLabel],
 		ActiveDeadlineSeconds: job.Spec.ActiveDeadlineSeconds,
 	}

@@ -94,3 +94,13 @@ func OnlySuspends(old, job *trainer.TrainJob) bool {
 func StaysSuspended(old, job *trainer.TrainJob) bool {
 	return old != nil && Suspended(old) && Suspended(job)
 }
+
+// AsResume is the write that resumes job, as an admission sees it: old is
+// job suspended, resumed is job running; both are copies. A job that waits
+// for pods (stored suspended, or created to wait in a queue) is judged as
+// this write: the one that starts its pods.
+func AsResume(job *trainer.TrainJob) (old, resumed *trainer.TrainJob) {
+	old, resumed = job.DeepCopy(), job.DeepCopy()
+	old.Spec.Suspend, resumed.Spec.Suspend = ptr.To(true), ptr.To(false)
+	return old, resumed
+}
