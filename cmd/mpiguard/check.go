@@ -12,6 +12,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 
+	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/engine"
 	"github.com/mpiguard/mpiguard/internal/render"
@@ -323,10 +324,10 @@ func (o checkOptions) checkInCluster(ctx context.Context, ev *check.Evaluator, d
 		}
 	}
 	auditor := o.auditor(c, ev)
-	ledger := &unreadableLedger{ReservationReader: auditor.Reservations}
+	ledger := &audit.SkipUnreadable{ReservationReader: auditor.Reservations}
 	auditor.Reservations = ledger
 	results, err := ev.EvaluateLive(ctx, docs.TrainJobs, auditor.QuotaState)
-	if note := ledger.note(o.mpiguardNS); note != "" {
+	if note := ledger.Note(o.mpiguardNS); note != "" {
 		fmt.Fprintln(stderr, note)
 	}
 	return results, err

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/internal/check"
@@ -63,35 +58,4 @@ func (l liveFlags) auditor(c client.Client, ev *check.Evaluator) *audit.Auditor 
 		Cluster:      pipeline.ClientCluster{Reader: c, Live: c},
 		Reservations: store.NewStore(c, c, nil, l.mpiguardNS),
 	}
-}
-
-// unreadableLedger reads mpiguard's QuotaReservations and, where the user may
-// not read them (a tenant: no shipped tenant role grants mpiguard's
-// namespace), goes on without them, remembering which namespaces' it could
-// not read: what admitted jobs hold there before their pods exist is then
-// not counted, and the verdict may allow what admission would deny.
-type unreadableLedger struct {
-	audit.ReservationReader
-	// skipped lists, in order, the namespaces whose reservation was
-	// unreadable, with why.
-	skipped []string
-}
-
-func (u *unreadableLedger) Get(ctx context.Context, namespace string, live bool) (*v1alpha1.QuotaReservation, error) {
-	res, err := u.ReservationReader.Get(ctx, namespace, live)
-	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		u.skipped = append(u.skipped, fmt.Sprintf("%s (%v)", namespace, err))
-		return &v1alpha1.QuotaReservation{Spec: v1alpha1.QuotaReservationSpec{Namespace: namespace}}, nil
-	}
-	return res, err
-}
-
-// note is what the user is told about the reservations that could not be
-// read, empty when all were.
-func (u *unreadableLedger) note(mpiguardNS string) string {
-	if len(u.skipped) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("note: could not read mpiguard's QuotaReservations in %q for namespace %s: what admitted jobs hold there before their pods exist is not counted, so a quota verdict may allow what admission denies (an admin can run the same check, or grant get on quotareservations.mpiguard.io in %q)",
-		mpiguardNS, strings.Join(u.skipped, ", "), mpiguardNS)
 }

@@ -69,23 +69,14 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	)
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		running := Running(job, existing)
-		req := Request(job, running)
+		start := time.Now()
+		req, v, err := a.judge(ctx, job, existing, &waiting)
 		if req == nil {
+			if err != nil {
+				return nil, err
+			}
 			continue
 		}
-		var against *input.QuotaState // a running job: its namespace's quotas, nothing reserved
-		if !running {
-			if waiting == nil {
-				var err error
-				if waiting, err = a.quotaState(ctx, ns); err != nil {
-					return nil, err
-				}
-			}
-			against = waiting
-		}
-		start := time.Now()
-		v, err := a.Pipeline.RunAgainst(ctx, a.cluster(), req, pipeline.Validate, against)
 		out = append(out, JobResults(job, policies, v, err)...)
 		if err := a.yield(ctx, time.Since(start)); err != nil {
 			return nil, err
@@ -101,6 +92,46 @@ func (a *Auditor) Namespace(ctx context.Context, ns string) ([]Result, error) {
 	}
 	sortResults(out)
 	return out, nil
+}
+
+// Job judges one stored TrainJob as audit does (Request): a job that waits
+// for pods as its resume, against its namespace's quotas and what admitted
+// jobs hold of them; a running one as the update that leaves it as it is.
+// `mpiguard explain` calls it. req is nil for a job that is not judged
+// (finished, or being deleted); err with a nil req means the namespace's
+// pods or quota state could not be read, with a req that the job could not
+// be judged (admission would refuse its resume with it).
+func (a *Auditor) Job(ctx context.Context, job *trainer.TrainJob) (req *pipeline.Request, v *pipeline.Evaluation, err error) {
+	existing, err := reservations.ReadExisting(ctx, a.Cluster.Reader, job.Namespace, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	var waiting *input.QuotaState
+	return a.judge(ctx, job, existing, &waiting)
+}
+
+// judge is Job with the namespace's charged pods read (existing) and the
+// quota state of its waiting jobs read once for all of them (*waiting, read
+// at the first job that waits).
+func (a *Auditor) judge(ctx context.Context, job *trainer.TrainJob, existing reservations.Existing, waiting **input.QuotaState) (*pipeline.Request, *pipeline.Evaluation, error) {
+	running := Running(job, existing)
+	req := Request(job, running)
+	if req == nil {
+		return nil, nil, nil
+	}
+	var against *input.QuotaState // a running job: its namespace's quotas, nothing reserved
+	if !running {
+		if *waiting == nil {
+			state, err := a.quotaState(ctx, job.Namespace)
+			if err != nil {
+				return nil, nil, err
+			}
+			*waiting = state
+		}
+		against = *waiting
+	}
+	v, err := a.Pipeline.RunAgainst(ctx, a.cluster(), req, pipeline.Validate, against)
+	return req, v, err
 }
 
 // yield pauses after a judgement that took took while the webhooks are busy

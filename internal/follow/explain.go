@@ -16,17 +16,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/internal/diagnosis"
+	"github.com/mpiguard/mpiguard/internal/jobstate"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/quota"
 	"github.com/mpiguard/mpiguard/internal/reservations/store"
 )
 
 // Explain prints, for `mpiguard explain`, what the job's objects say:
-// its admission, its reservation, its pods by role and the reasons the
-// follower gives (the same Observe and diagnosis decisions). c reads live;
-// mpiguardNS is where mpiguard keeps its QuotaReservations.
-func Explain(ctx context.Context, c client.Reader, mpiguardNS string, key client.ObjectKey, out io.Writer) error {
+// its admission, what the policies say of its next write (Judged), its
+// reservation, its pods by role and the reasons the follower gives (the same
+// Observe and diagnosis decisions). c reads live; judge is the admission
+// pipeline with the policies the job is judged by; mpiguardNS is where
+// mpiguard keeps its QuotaReservations.
+func Explain(ctx context.Context, c client.Reader, judge *pipeline.Pipeline, mpiguardNS string, key client.ObjectKey, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -49,6 +53,7 @@ func Explain(ctx context.Context, c client.Reader, mpiguardNS string, key client
 	}
 	fmt.Fprintf(w, "TrainJob:\t%s (runtime %s, %s)\n", key, job.Spec.RuntimeRef.Name, kind)
 	fmt.Fprintf(w, "Admission:\t%s\n", admission(ctx, c, &job))
+	fmt.Fprintf(w, "Policies now:\t%s\n", Judged(ctx, c, judge, mpiguardNS, &job))
 	fmt.Fprintf(w, "Reservation:\t%s\n", reservation(ctx, c, mpiguardNS, &job, o))
 	fmt.Fprintf(w, "Phase:\t%s\n", o.Phase())
 	_ = w.Flush()
@@ -129,6 +134,51 @@ func admission(ctx context.Context, c client.Reader, job *trainer.TrainJob) stri
 		}
 	}
 	return strings.Join(parts, "\n\t")
+}
+
+// Judged says what the policies of judge make of the stored job's next
+// write, judged as audit judges it (audit.Auditor.Job): a job that waits for
+// its pods (suspended, as Kueue keeps a queued job) as its resume, the write
+// that starts its pods, against its namespace's quotas and what admitted
+// jobs hold of them; a running job as the update that leaves it as it is.
+// Without the right to read mpiguard's QuotaReservations (a tenant) it
+// judges without them and says so.
+func Judged(ctx context.Context, c client.Reader, judge *pipeline.Pipeline, mpiguardNS string, job *trainer.TrainJob) string {
+	ledger := &audit.SkipUnreadable{ReservationReader: store.NewStore(c, c, nil, mpiguardNS)}
+	auditor := &audit.Auditor{Pipeline: judge, Cluster: pipeline.ClientCluster{Reader: c, Live: c}, Reservations: ledger}
+	req, v, err := auditor.Job(ctx, job)
+	var lines []string
+	switch {
+	case req == nil && err == nil:
+		return "not judged: the job finished or is being deleted, and no write starts its pods again"
+	case req == nil:
+		lines = append(lines, "cannot judge: "+err.Error())
+	case err != nil:
+		lines = append(lines, fmt.Sprintf("ERROR, %s: %s (admission would refuse it with this error)", judgedAs(req), err))
+	case !v.Governed:
+		lines = append(lines, "ALLOWED: not governed (not an MPI TrainJob, or its namespace is exempt)")
+	default:
+		outcome := "DENIED"
+		if v.Allowed() {
+			outcome = "ALLOWED"
+		}
+		lines = append(lines, fmt.Sprintf("%s, %s", outcome, judgedAs(req)))
+		for _, x := range v.Decision.Violations {
+			lines = append(lines, fmt.Sprintf("%-6s %s", x.Action, pipeline.ViolationLine(x)))
+		}
+	}
+	if note := ledger.Note(mpiguardNS); note != "" {
+		lines = append(lines, note)
+	}
+	return strings.Join(lines, "\n\t")
+}
+
+// judgedAs says which write of the stored job req is.
+func judgedAs(req *pipeline.Request) string {
+	if jobstate.Resumes(req.OldTrainJob, req.TrainJob) {
+		return "judged as its resume: the job waits for its pods, and resuming it, as Kueue does to admit it, is the write that starts them and that the quota policies judge"
+	}
+	return "judged as it is stored: its pods exist, and an update that leaves it as it is starts nothing the quota policies judge"
 }
 
 // reservation says what quota mpiguard holds for the job, from its

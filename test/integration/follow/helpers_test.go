@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpiguard/mpiguard/internal/follow"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 )
 
@@ -114,15 +115,22 @@ func notes(events []eventsv1.Event) []string {
 // explain is what `mpiguard explain NAMESPACE/JOB` prints.
 func explain(ctx context.Context, job *trainer.TrainJob) string {
 	GinkgoHelper()
-	var out bytes.Buffer
-	Expect(follow.Explain(ctx, env.Client, env.PolicyNamespace, client.ObjectKeyFromObject(job), &out)).To(Succeed())
-	return out.String()
+	return explainAs(ctx, Default, env.Client, job)
 }
 
 // explainTo is explain inside an Eventually.
 func explainTo(ctx context.Context, g Gomega, job *trainer.TrainJob) string {
+	return explainAs(ctx, g, env.Client, job)
+}
+
+// explainAs is what `mpiguard explain NAMESPACE/JOB` prints to the user c
+// reads as, judging with the embedded policies as the command does by
+// default.
+func explainAs(ctx context.Context, g Gomega, c client.Reader, job *trainer.TrainJob) string {
+	judge, err := pipeline.NewDefault(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
-	g.Expect(follow.Explain(ctx, env.Client, env.PolicyNamespace, client.ObjectKeyFromObject(job), &out)).To(Succeed())
+	g.Expect(follow.Explain(ctx, c, judge, env.PolicyNamespace, client.ObjectKeyFromObject(job), &out)).To(Succeed())
 	return out.String()
 }
 

@@ -1,5 +1,6 @@
-// Package follow tests the job follower (internal/follow) and `mpiguard
-// explain` on the local cluster where pods really run: kube-scheduler,
+// Package follow tests the job follower (internal/follow), `mpiguard
+// explain` and the README's install verification on the local cluster where
+// pods really run: kube-scheduler,
 // kube-controller-manager, the JobSet and Trainer controllers, and KWOK
 // nodes whose stages (test/kwok/stages) make annotated pods fail as a
 // kubelet would report it.
@@ -39,6 +40,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Workloads: &framework.Workloads{Nodes: 4, GPUsPerNode: 8},
 		// Served as `mpiguard serve` does, for the scrape spec.
 		Metrics: true,
+		// The shipped Deployment's pods run on the KWOK nodes and it becomes
+		// Available, as the README's install verification waits for.
+		KubeControllers: []string{"deployment", "replicaset"},
 	})
 	Eventually(func() error {
 		return env.Client.Get(ctx, client.ObjectKey{Name: curated}, &trainer.ClusterTrainingRuntime{})
