@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,7 +125,8 @@ func TestPolicyTestUpdateFromAnyDirectory(t *testing.T) {
 	}
 	for _, want := range []string{
 		"FAIL sample " + filepath.Join(dir, "max-nodes/samples/denied-too-many-nodes.yaml"),
-		"no expected output denied-too-many-nodes.want (write it with `mpiguard policy test --update DIR`",
+		"no expected output denied-too-many-nodes.want\n",
+		"to write the .want files from this output (then review them): mpiguard policy test --update " + dir + "\n",
 		"output differs from allowed-at-most-16-nodes.want, line by line",
 		`"TrainJob team-a/resnet: DENIED",`, // a whole line of the .want, not a cut-off byte diff
 	} {
@@ -158,5 +160,11 @@ func TestPolicyTestUpdateFromAnyDirectory(t *testing.T) {
 
 	if err := runPolicyTestWith(context.Background(), "", policyTestOptions{update: true}, &out); exitOf(err) != 2 {
 		t.Errorf("--update of the embedded policies: exit %d (%v), want 2", exitOf(err), err)
+	}
+
+	// One policy's folder given for the tree: refused with the command to type.
+	err = runPolicyTestWith(context.Background(), filepath.Join(dir, "max-nodes"), policyTestOptions{update: true}, &out)
+	if exitOf(err) != 2 || !strings.Contains(fmt.Sprint(err), "mpiguard policy test "+dir) {
+		t.Errorf("a policy's own folder: exit %d (%v), want 2 and the command with %s", exitOf(err), err, dir)
 	}
 }

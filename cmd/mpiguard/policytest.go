@@ -108,6 +108,10 @@ func runPolicyTestWith(ctx context.Context, dir string, o policyTestOptions, out
 		if _, err := os.Stat(dir); err != nil {
 			return &exitError{2, err}
 		}
+		if onePolicysFolder(dir) {
+			parent := filepath.Join(dir, "..")
+			return &exitError{2, fmt.Errorf("%s is one policy's folder (its Rego and samples/): give the policies folder that holds it, as its samples are found at <policy>/samples: mpiguard policy test %s", dir, parent)}
+		}
 		fsys = os.DirFS(dir)
 		embedded, err := engine.DefaultPolicySet()
 		if err != nil {
@@ -165,6 +169,9 @@ func runPolicyTestWith(ctx context.Context, dir string, o policyTestOptions, out
 			for _, f := range c.Failures {
 				fmt.Fprintf(out, "  %s\n", f)
 			}
+			if c.MissingWant || c.WantDiffers {
+				fmt.Fprintf(out, "  to write the .want files from this output (then review them): %s\n", updateCommand(dir, o.parameters))
+			}
 		case verbose:
 			fmt.Fprintf(out, "PASS sample %s\n", file)
 		}
@@ -174,4 +181,28 @@ func runPolicyTestWith(ctx context.Context, dir string, o policyTestOptions, out
 		return &exitError{1, fmt.Errorf("%d policy tests failed", failed)}
 	}
 	return nil
+}
+
+// onePolicysFolder says whether dir is one policy's folder (Rego modules and
+// a samples folder of its own) rather than a policies tree of such folders.
+func onePolicysFolder(dir string) bool {
+	if info, err := os.Stat(filepath.Join(dir, "samples")); err != nil || !info.IsDir() {
+		return false
+	}
+	rego, _ := filepath.Glob(filepath.Join(dir, "*.rego"))
+	return len(rego) > 0
+}
+
+// updateCommand is the policy test command that writes the .want files of
+// the policies tree dir (the embedded one, from the repository root, when
+// dir is empty), as typed.
+func updateCommand(dir, parameters string) string {
+	if dir == "" {
+		dir = "policies"
+	}
+	cmd := "mpiguard policy test --update " + dir
+	if parameters != "" {
+		cmd += " --parameters " + parameters
+	}
+	return cmd
 }

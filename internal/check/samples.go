@@ -172,7 +172,7 @@ func runSample(ctx context.Context, fsys fs.FS, ev *Evaluator, policy, file stri
 
 	want, err := fs.ReadFile(fsys, c.WantFile)
 	if err != nil {
-		c.Failures = append(c.Failures, fmt.Sprintf("no expected output %s (write it with `mpiguard policy test --update DIR`, DIR the policies folder)", path.Base(c.WantFile)))
+		c.Failures = append(c.Failures, fmt.Sprintf("no expected output %s", path.Base(c.WantFile)))
 		c.MissingWant = true
 		return c
 	}

@@ -93,4 +93,3 @@ func as(user string) client.Client {
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }
-

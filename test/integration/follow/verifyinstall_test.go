@@ -15,7 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -111,7 +111,7 @@ func installShippedDeployment(ctx context.Context) {
 			continue
 		}
 		deployment = &appsv1.Deployment{}
-		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, deployment)).To(Succeed())
+		Expect(k8sruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, deployment)).To(Succeed())
 	}
 	Expect(deployment).NotTo(BeNil(), "config/default renders no Deployment")
 	Expect(deployment.Namespace).To(Equal(env.PolicyNamespace))
