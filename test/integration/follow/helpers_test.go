@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"sync"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -127,12 +128,18 @@ func explainTo(ctx context.Context, g Gomega, job *trainer.TrainJob) string {
 // reads as, judging with the embedded policies as the command does by
 // default.
 func explainAs(ctx context.Context, g Gomega, c client.Reader, job *trainer.TrainJob) string {
-	judge, err := pipeline.NewDefault(ctx)
+	judge, err := explainPipeline()
 	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
 	g.Expect(follow.Explain(ctx, c, judge, env.PolicyNamespace, client.ObjectKeyFromObject(job), &out)).To(Succeed())
 	return out.String()
 }
+
+// explainPipeline is the pipeline explain judges with, built once: the
+// policies compile in it.
+var explainPipeline = sync.OnceValues(func() (*pipeline.Pipeline, error) {
+	return pipeline.NewDefault(context.Background())
+})
 
 // occurrences counts what events tell: each once, or its series' count.
 func occurrences(events []eventsv1.Event) int32 {
