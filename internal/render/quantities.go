@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"strings"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Kubernetes represents no quantity larger than 2^63-1 in magnitude (its API
@@ -47,6 +49,25 @@ func checkQuantities(what string, root *field.Path, obj any) error {
 	}
 	return fmt.Errorf("render: %s: %w", what, field.Invalid(p, q.String(),
 		"larger than Kubernetes quantities may be (at most 2^63-1, about 9.2e18 in magnitude): give the amount the job needs"))
+}
+
+// checkRuntimeQuantities is checkQuantities for the runtime a job renders
+// with, once per runtime version: key names the version (runtimeCacheKey;
+// "" for a runtime without UID and resourceVersion, checked every time), the
+// same key the template cache trusts to name one spec.
+func (r *Renderer) checkRuntimeQuantities(key string, rt client.Object, spec *trainer.TrainingRuntimeSpec) error {
+	if key != "" {
+		if _, ok := r.runtimesChecked.Get(key); ok {
+			return nil
+		}
+	}
+	if err := checkQuantities(rt.GetObjectKind().GroupVersionKind().Kind+" "+rt.GetName(), field.NewPath("spec"), spec); err != nil {
+		return err
+	}
+	if key != "" {
+		r.runtimesChecked.Add(key, struct{}{})
+	}
+	return nil
 }
 
 // segment is one step of a field path, formatted only for the message.

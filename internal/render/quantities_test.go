@@ -56,3 +56,34 @@ func TestRenderRefusesQuantitiesKubernetesCannotHold(t *testing.T) {
 		})
 	}
 }
+
+// A runtime version read from the apiserver (UID and resourceVersion) has
+// its quantities walked once; a new version of it is walked again, and a
+// version refused once is refused every time.
+func TestRuntimeQuantitiesCheckedPerVersion(t *testing.T) {
+	r := renderer(t)
+	render := func(rt *trainer.ClusterTrainingRuntime) error {
+		t.Helper()
+		job := trainJob(numNodes(2))
+		if err := ApplyDefaults(rt, job); err != nil {
+			t.Fatalf("ApplyDefaults: %v", err)
+		}
+		_, err := r.Render(context.Background(), Input{TrainJob: job, Runtime: rt})
+		return err
+	}
+	good := mpiRuntime()
+	good.UID, good.ResourceVersion = "runtime-uid", "1"
+	if err := render(good); err != nil {
+		t.Fatalf("Render with version 1: %v", err)
+	}
+	huge := mpiRuntime(containerResources("node", rl("memory=1e400"), nil))
+	huge.UID, huge.ResourceVersion = "runtime-uid", "2"
+	for range 2 {
+		if err := render(huge); err == nil || !strings.Contains(err.Error(), "larger than Kubernetes quantities may be") {
+			t.Fatalf("Render with version 2 (memory 1e400) = %v, want the quantity refused", err)
+		}
+	}
+	if err := render(good); err != nil {
+		t.Fatalf("Render with version 1 again: %v", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -73,6 +74,10 @@ type Renderer struct {
 	framework *fwkcore.Framework
 	// templates keeps runtime templates with runtime patches merged in.
 	templates *templateCache
+	// runtimesChecked holds the keys (runtimeCacheKey) of the runtime
+	// versions whose quantities passed checkQuantities: a version's spec
+	// does not change, so it is walked once, not on every render.
+	runtimesChecked *lru.Cache
 }
 
 // newRendererMu serialises NewRenderer: runtimecore.New writes package-level
@@ -102,7 +107,7 @@ func NewRenderer(ctx context.Context) (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("initialising the Trainer plugin framework: %w", err)
 	}
-	return &Renderer{runtimes: runtimes, framework: fwk, templates: newTemplateCache()}, nil
+	return &Renderer{runtimes: runtimes, framework: fwk, templates: newTemplateCache(), runtimesChecked: lru.New(templateCacheSize)}, nil
 }
 
 // Render returns what in.TrainJob will create with in.Runtime: the JobSet the Trainer
@@ -117,11 +122,12 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	if err != nil {
 		return nil, err
 	}
+	runtimeKey := runtimeCacheKey(runtimeObj.GetObjectKind().GroupVersionKind().Kind, runtimeObj)
 	// Before anything computes with them (quantities.go).
 	if err := checkQuantities("TrainJob "+trainJob.Namespace+"/"+trainJob.Name, field.NewPath("spec"), &trainJob.Spec); err != nil {
 		return nil, err
 	}
-	if err := checkQuantities(runtimeObj.GetObjectKind().GroupVersionKind().Kind+" "+runtimeObj.GetName(), field.NewPath("spec"), spec); err != nil {
+	if err := r.checkRuntimeQuantities(runtimeKey, runtimeObj, spec); err != nil {
 		return nil, err
 	}
 	_, ok := r.runtimes[trainerruntime.RuntimeRefToRuntimeRegistryKey(trainJob.Spec.RuntimeRef)]
@@ -144,7 +150,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 	// without it, RuntimeInfo with its runtime-only conversions cached (runtimeinfo.go);
 	// the fidelity suite (test/integration/render) compares the result with the JobSet
 	// the real Trainer controller creates.
-	info, err := r.runtimeInfo(runtimeCacheKey(runtimeObj.GetObjectKind().GroupVersionKind().Kind, runtimeObj), trainJob, spec)
+	info, err := r.runtimeInfo(runtimeKey, trainJob, spec)
 	if err != nil {
 		if mpi := spec.MLPolicy; mpi != nil && mpi.MPI != nil && ptr.Deref(mpi.MPI.MPIImplementation, "") != trainer.MPIImplementationOpenMPI {
 			// The Trainer's message prints a pointer; say what is wrong instead.
