@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
@@ -37,10 +38,14 @@ const (
 // burst of submits: burstJobs TrainJobs created concurrently through the real
 // apiserver, with mpiguard as shipped (two replicas behind one webhook
 // endpoint), then the same burst with mpiguard's webhooks not registered (the
-// baseline: mpiguard's controllers still act on the jobs) and, last, with
-// both replicas stopped (the apiserver by itself), in one run; mpiguard's
-// garbage collector as shipped (asShipped). Every decision must be right: exactly burstFit
-// admitted, the rest denied by aggregate-quota. It also measures sequential
+// baseline: mpiguard's controllers still act on the jobs), with both replicas
+// stopped (the apiserver by itself) and, last, with floorWebhook in the
+// replicas' place (the floor: one live quota read and one reservation write
+// per batch, batched as mpiguard batches), in one run; mpiguard's garbage
+// collector as shipped (asShipped). Every decision must be right, mpiguard's
+// and the floor's: exactly burstFit admitted, the rest denied by
+// aggregate-quota (mpiguard's may also be told to retry). It reports
+// mpiguard's p99 over the floor's (p99-ratio-floor). It also measures sequential
 // creates with and without a quota, whose difference is what the reservation
 // (a live quota read and one write to the apiserver) adds to one decision.
 // Run once: go test -run '^$' -bench BurstCreate -benchtime 1x ./test/load/
@@ -71,11 +76,11 @@ func BenchmarkBurstCreate(b *testing.B) {
 		quiesce(b)
 		// The baseline first, so the mpiguard burst does not leave it a
 		// busier apiserver (its admitted jobs are the same 250 objects).
-		_, _, _, others, baseline := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), baselineLabel), rt.Name)
+		_, _, _, others, baseline := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), baselineLabel), rt.Name)
 		if len(others) > 0 {
 			b.Fatalf("baseline: %d errors (first: %v)", len(others), others[0])
 		}
-		ns := quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), "")
+		ns := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), "")
 		// mpiguard's controllers act on the baseline's 500 jobs after their
 		// creates return (a NetworkPolicy and an Event each, the audit of
 		// the namespace): let that end first, or this burst carries it.
@@ -102,6 +107,9 @@ func BenchmarkBurstCreate(b *testing.B) {
 				admitted, denied, retry, len(others), first(others), burstFit)
 		}
 		b.ReportMetric(float64(retry), "told-to-retry")
+		// The floor's entries are shaped as mpiguard wrote this burst's.
+		template := &v1alpha1.QuotaReservation{}
+		must(b, env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, template))
 		sequentialQuota := sequentialCreates(ctx, b, c, quotaNamespace(ctx, b, env, "1000000", ""), rt.Name)
 		sequentialFree := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, ""), rt.Name)
 		sequentialBaseline := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, baselineLabel), rt.Name)
@@ -126,22 +134,48 @@ func BenchmarkBurstCreate(b *testing.B) {
 			must(b, r.Stop())
 		}
 		quiesce(b)
-		_, _, _, others, alone := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), baselineLabel), rt.Name)
+		_, _, _, others, alone := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), baselineLabel), rt.Name)
 		if len(others) > 0 {
 			b.Fatalf("apiserver alone: %d errors (first: %v)", len(others), others[0])
 		}
 		report(b, "burst-alone", alone)
 		b.ReportMetric(pct(withMPIGuard, 99).Seconds()/pct(alone, 99).Seconds(), "p99-ratio-alone")
 		b.Logf("burst, the apiserver by itself: p50 %v p99 %v", pct(alone, 50), pct(alone, 99))
+
+		// The floor: what the reservation itself costs a burst, decided
+		// in batches as mpiguard decides it, exact as mpiguard is.
+		stopFloor := startFloor(ctx, b, env, template, jobGPUs)
+		floorNS := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), "")
+		quiesce(b)
+		cpuBefore = cpuNow(b)
+		admitted, denied, retry, others, floor := burst(ctx, c, floorNS, rt.Name)
+		reportCPU(b, "burst-floor", cpuBefore, cpuNow(b), burstJobs, "/create")
+		stopFloor()
+		if admitted != burstFit || denied != burstJobs-burstFit || retry > 0 || len(others) > 0 {
+			b.Fatalf("floor: %d admitted, %d denied by aggregate-quota, %d told to retry, %d other errors (first: %v); want exactly %d admitted",
+				admitted, denied, retry, len(others), first(others), burstFit)
+		}
+		report(b, "burst-floor", floor)
+		b.ReportMetric(pct(withMPIGuard, 99).Seconds()/pct(floor, 99).Seconds(), "p99-ratio-floor")
+		b.Logf("burst of %d creates, p50 / p99: mpiguard %v / %v, floor %v / %v, unselected %v / %v, the apiserver by itself %v / %v; mpiguard's p99 %.2f× the floor's",
+			burstJobs, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(floor, 50), pct(floor, 99),
+			pct(baseline, 50), pct(baseline, 99), pct(alone, 50), pct(alone, 99), ratio(pct(withMPIGuard, 99), pct(floor, 99)))
 	}
 }
 
+// jobGPUs is what every job of BenchmarkBurstCreate and
+// BenchmarkSequentialCreate charges the GPU quota: 2 Workers of gpuRuntime.
+const jobGPUs = 2 * workerGPUs
+
+// workerGPUs is the GPUs each Worker of gpuRuntime takes.
+const workerGPUs = 4
+
 // gpuRuntime creates the ClusterTrainingRuntime the load benchmarks submit
-// to: an OpenMPI runtime whose Workers (replicated job node) take 4 GPUs each
-// and whose Launcher takes none, so a job of 2 nodes takes 8 GPUs.
+// to: an OpenMPI runtime whose Workers (replicated job node) take workerGPUs
+// GPUs each and whose Launcher takes none, so a job of 2 nodes takes jobGPUs.
 func gpuRuntime(ctx context.Context, b *testing.B, env *framework.Env, name string) *trainer.ClusterTrainingRuntime {
 	rt := fixtures.MPIRuntime(name).
-		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
+		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", fmt.Sprint(workerGPUs)), fixtures.ResourceList("nvidia.com/gpu", fmt.Sprint(workerGPUs))).
 		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).Cluster()
 	must(b, env.Client.Create(ctx, rt))
 	return rt
@@ -153,9 +187,13 @@ func gpuRuntime(ctx context.Context, b *testing.B, env *framework.Env, name stri
 // (and retried by client-go on 429), in the baseline and with mpiguard alike;
 // an exempt burst would measure an apiserver no tenant can reach.
 func tenantClient(ctx context.Context, b *testing.B, env *framework.Env) client.Client {
+	return tenantClients(ctx, b, env, 1)[0]
+}
+
+// tenantClients are the clients of n such users (tenantClient), each with
+// its own certificate, so its own connection and its own APF flow.
+func tenantClients(ctx context.Context, b *testing.B, env *framework.Env, n int) []client.Client {
 	const group = "mpiguard-burst-tenants"
-	user, err := env.Testenv.AddUser(envtest.User{Name: "burst-tenant", Groups: []string{group}}, nil)
-	must(b, err)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: group},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"trainer.kubeflow.org"}, Resources: []string{"trainjobs"}, Verbs: []string{"create", "get", "list"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: group},
@@ -163,11 +201,20 @@ func tenantClient(ctx context.Context, b *testing.B, env *framework.Env) client.
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: group}}}
 	must(b, env.Client.Create(ctx, role))
 	must(b, env.Client.Create(ctx, binding))
-	cfg := user.Config()
-	cfg.QPS = -1 // no client-side rate limit: the burst reaches the apiserver at once
-	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	must(b, err)
-	return c
+	out := make([]client.Client, n)
+	for i := range out {
+		name := "burst-tenant"
+		if i > 0 {
+			name = fmt.Sprintf("burst-tenant-%d", i)
+		}
+		user, err := env.Testenv.AddUser(envtest.User{Name: name, Groups: []string{group}}, nil)
+		must(b, err)
+		cfg := user.Config()
+		cfg.QPS = -1 // no client-side rate limit: the burst reaches the apiserver at once
+		out[i], err = client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+		must(b, err)
+	}
+	return out
 }
 
 // baselineLabel marks namespaces the webhooks leave alone: the baseline.
@@ -199,14 +246,25 @@ func excludeBaselineNamespaces(ctx context.Context, b *testing.B, c client.Clien
 // burst creates burstJobs 8-GPU TrainJobs at once and returns how many were
 // admitted, denied by aggregate-quota, failed otherwise, and each create's latency.
 func burst(ctx context.Context, c client.Client, ns, runtime string) (admitted, denied, retry int, others []error, latencies []time.Duration) {
+	jobs := make([]*trainer.TrainJob, burstJobs)
+	for i := range jobs {
+		jobs[i] = fixtures.TrainJob(ns, fmt.Sprintf("burst-%03d", i), runtime).NumNodes(2).NumProcPerNode(workerGPUs).Obj()
+	}
+	return createAtOnce(ctx, []client.Client{c}, jobs)
+}
+
+// createAtOnce creates jobs at once, job i with clients[i%len(clients)], and
+// returns how many were admitted, denied by aggregate-quota, told to retry
+// by quota-reservation, failed otherwise, and each create's latency.
+func createAtOnce(ctx context.Context, clients []client.Client, jobs []*trainer.TrainJob) (admitted, denied, retry int, others []error, latencies []time.Duration) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		start = make(chan struct{})
 	)
-	for i := range burstJobs {
+	for i, job := range jobs {
+		c := clients[i%len(clients)]
 		wg.Go(func() {
-			job := fixtures.TrainJob(ns, fmt.Sprintf("burst-%03d", i), runtime).NumNodes(2).NumProcPerNode(4).Obj()
 			<-start
 			t0 := time.Now()
 			err := c.Create(ctx, job)
@@ -241,7 +299,7 @@ const sequentialJobs = 500
 func sequentialCreates(ctx context.Context, b *testing.B, c client.Client, ns, runtime string) []time.Duration {
 	out := make([]time.Duration, 0, sequentialJobs)
 	for i := range cap(out) {
-		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%03d", i), runtime).NumNodes(2).NumProcPerNode(4).Obj()
+		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%03d", i), runtime).NumNodes(2).NumProcPerNode(workerGPUs).Obj()
 		t0 := time.Now()
 		must(b, c.Create(ctx, job))
 		out = append(out, time.Since(t0))
