@@ -27,12 +27,10 @@ import (
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
-// burstJobs TrainJobs of 8 GPUs each are created at once into one namespace
-// whose quota holds burstFit of them.
-const (
-	burstJobs = 500
-	burstFit  = 250
-)
+// burstJobs TrainJobs of jobGPUs GPUs each are created at once into one
+// namespace whose quota holds half of them (MPIGUARD_BURST_JOBS: another
+// number, for a quick run).
+const burstJobs = 500
 
 // BenchmarkBurstCreate is what a user experiences when a namespace receives a
 // burst of submits: burstJobs TrainJobs created concurrently through the real
@@ -43,7 +41,7 @@ const (
 // replicas' place (the floor: one live quota read and one reservation write
 // per batch, batched as mpiguard batches), in one run; mpiguard's garbage
 // collector as shipped (asShipped). Every decision must be right, mpiguard's
-// and the floor's: exactly burstFit admitted, the rest denied by
+// and the floor's: exactly half admitted, the rest denied by
 // aggregate-quota (mpiguard's may also be told to retry). It reports
 // mpiguard's p99 over the floor's (p99-ratio-floor). It also measures sequential
 // creates with and without a quota, whose difference is what the reservation
@@ -62,6 +60,8 @@ func BenchmarkBurstCreate(b *testing.B) {
 			b.Fatalf("MPIGUARD_BURST_REPLICAS=%q: want a number of replicas", v)
 		}
 	}
+	n := envCount(b, "MPIGUARD_BURST_JOBS", burstJobs)
+	fit := n / 2
 	defer asShipped(b)()
 	env, err := framework.Start(ctx, framework.Options{Name: "burst", Replicas: replicas})
 	if err != nil {
@@ -76,11 +76,11 @@ func BenchmarkBurstCreate(b *testing.B) {
 		quiesce(b)
 		// The baseline first, so the mpiguard burst does not leave it a
 		// busier apiserver (its admitted jobs are the same 250 objects).
-		_, _, _, others, baseline := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), baselineLabel), rt.Name)
+		_, _, _, others, baseline := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), baselineLabel), rt.Name, n)
 		if len(others) > 0 {
 			b.Fatalf("baseline: %d errors (first: %v)", len(others), others[0])
 		}
-		ns := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), "")
+		ns := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), "")
 		// mpiguard's controllers act on the baseline's 500 jobs after their
 		// creates return (a NetworkPolicy and an Event each, the audit of
 		// the namespace): let that end first, or this burst carries it.
@@ -88,31 +88,31 @@ func BenchmarkBurstCreate(b *testing.B) {
 		stopProfile := cpuProfile(b, os.Getenv("MPIGUARD_BURST_CPUPROFILE"))
 		go apiserverProfile(ctx, b, env.Config, os.Getenv("MPIGUARD_BURST_APISERVER_PROFILE"))
 		cpuBefore, requestsBefore := cpuNow(b), requestTimes(ctx, b, env.Config)
-		admitted, denied, retry, others, withMPIGuard := burst(ctx, c, ns, rt.Name)
+		admitted, denied, retry, others, withMPIGuard := burst(ctx, c, ns, rt.Name, n)
 		stopProfile()
-		reportCPU(b, "burst-mpiguard", cpuBefore, cpuNow(b), burstJobs, "/create")
+		reportCPU(b, "burst-mpiguard", cpuBefore, cpuNow(b), float64(n), "/create")
 		requestsAfter := requestTimes(ctx, b, env.Config)
-		reportRequests(b, "burst-mpiguard", requestsBefore, requestsAfter, burstJobs)
+		reportRequests(b, "burst-mpiguard", requestsBefore, requestsAfter, float64(n))
 		// Writes lost to the other replica: what a burst's runs differ by.
 		for _, result := range []string{"ok", "conflict"} {
 			k := "reservation writes " + result
 			b.ReportMetric(requestsAfter[k]-requestsBefore[k], "reservation-writes-"+result)
 		}
 		b.Logf("burst of %d creates, %d fit: with mpiguard (%d replicas) p50 %v p99 %v; baseline p50 %v p99 %v",
-			burstJobs, burstFit, replicas, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
+			n, fit, replicas, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
 		// Right means: exactly as many admitted as fit, every other refused
 		// (by the quota policy, or told to retry), none failed otherwise.
-		if admitted != burstFit || denied+retry != burstJobs-burstFit || len(others) > 0 {
+		if admitted != fit || denied+retry != n-fit || len(others) > 0 {
 			b.Fatalf("with mpiguard: %d admitted, %d denied by aggregate-quota, %d told to retry, %d other errors (first: %v); want exactly %d admitted",
-				admitted, denied, retry, len(others), first(others), burstFit)
+				admitted, denied, retry, len(others), first(others), fit)
 		}
 		b.ReportMetric(float64(retry), "told-to-retry")
 		// The floor's entries are shaped as mpiguard wrote this burst's.
 		template := &v1alpha1.QuotaReservation{}
 		must(b, env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, template))
-		sequentialQuota := sequentialCreates(ctx, b, c, quotaNamespace(ctx, b, env, "1000000", ""), rt.Name)
-		sequentialFree := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, ""), rt.Name)
-		sequentialBaseline := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, baselineLabel), rt.Name)
+		sequentialQuota := sequentialCreates(ctx, b, c, quotaNamespace(ctx, b, env, "1000000", ""), rt.Name, n)
+		sequentialFree := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, ""), rt.Name, n)
+		sequentialBaseline := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, baselineLabel), rt.Name, n)
 		report(b, "burst-mpiguard", withMPIGuard)
 		report(b, "burst-baseline", baseline)
 		b.ReportMetric(pct(withMPIGuard, 50).Seconds()/pct(baseline, 50).Seconds(), "p50-ratio")
@@ -134,7 +134,7 @@ func BenchmarkBurstCreate(b *testing.B) {
 			must(b, r.Stop())
 		}
 		quiesce(b)
-		_, _, _, others, alone := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), baselineLabel), rt.Name)
+		_, _, _, others, alone := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), baselineLabel), rt.Name, n)
 		if len(others) > 0 {
 			b.Fatalf("apiserver alone: %d errors (first: %v)", len(others), others[0])
 		}
@@ -145,20 +145,20 @@ func BenchmarkBurstCreate(b *testing.B) {
 		// The floor: what the reservation itself costs a burst, decided
 		// in batches as mpiguard decides it, exact as mpiguard is.
 		stopFloor := startFloor(ctx, b, env, template, jobGPUs)
-		floorNS := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*burstFit), "")
+		floorNS := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), "")
 		quiesce(b)
 		cpuBefore = cpuNow(b)
-		admitted, denied, retry, others, floor := burst(ctx, c, floorNS, rt.Name)
-		reportCPU(b, "burst-floor", cpuBefore, cpuNow(b), burstJobs, "/create")
+		admitted, denied, retry, others, floor := burst(ctx, c, floorNS, rt.Name, n)
+		reportCPU(b, "burst-floor", cpuBefore, cpuNow(b), float64(n), "/create")
 		stopFloor()
-		if admitted != burstFit || denied != burstJobs-burstFit || retry > 0 || len(others) > 0 {
+		if admitted != fit || denied != n-fit || retry > 0 || len(others) > 0 {
 			b.Fatalf("floor: %d admitted, %d denied by aggregate-quota, %d told to retry, %d other errors (first: %v); want exactly %d admitted",
-				admitted, denied, retry, len(others), first(others), burstFit)
+				admitted, denied, retry, len(others), first(others), fit)
 		}
 		report(b, "burst-floor", floor)
 		b.ReportMetric(pct(withMPIGuard, 99).Seconds()/pct(floor, 99).Seconds(), "p99-ratio-floor")
 		b.Logf("burst of %d creates, p50 / p99: mpiguard %v / %v, floor %v / %v, unselected %v / %v, the apiserver by itself %v / %v; mpiguard's p99 %.2f× the floor's",
-			burstJobs, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(floor, 50), pct(floor, 99),
+			n, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(floor, 50), pct(floor, 99),
 			pct(baseline, 50), pct(baseline, 99), pct(alone, 50), pct(alone, 99), ratio(pct(withMPIGuard, 99), pct(floor, 99)))
 	}
 }
@@ -243,10 +243,11 @@ func excludeBaselineNamespaces(ctx context.Context, b *testing.B, c client.Clien
 	time.Sleep(2 * time.Second) // the apiserver's webhook configuration informer
 }
 
-// burst creates burstJobs 8-GPU TrainJobs at once and returns how many were
-// admitted, denied by aggregate-quota, failed otherwise, and each create's latency.
-func burst(ctx context.Context, c client.Client, ns, runtime string) (admitted, denied, retry int, others []error, latencies []time.Duration) {
-	jobs := make([]*trainer.TrainJob, burstJobs)
+// burst creates n TrainJobs of jobGPUs GPUs at once and returns how many
+// were admitted, denied by aggregate-quota, told to retry, failed otherwise,
+// and each create's latency.
+func burst(ctx context.Context, c client.Client, ns, runtime string, n int) (admitted, denied, retry int, others []error, latencies []time.Duration) {
+	jobs := make([]*trainer.TrainJob, n)
 	for i := range jobs {
 		jobs[i] = fixtures.TrainJob(ns, fmt.Sprintf("burst-%03d", i), runtime).NumNodes(2).NumProcPerNode(workerGPUs).Obj()
 	}
@@ -291,13 +292,10 @@ func createAtOnce(ctx context.Context, clients []client.Client, jobs []*trainer.
 	return admitted, denied, retry, others, latencies
 }
 
-// sequentialJobs is how many TrainJobs sequentialCreates creates: enough for
-// a p99 that is not the single slowest create.
-const sequentialJobs = 500
-
-// sequentialCreates creates sequentialJobs TrainJobs one after the other.
-func sequentialCreates(ctx context.Context, b *testing.B, c client.Client, ns, runtime string) []time.Duration {
-	out := make([]time.Duration, 0, sequentialJobs)
+// sequentialCreates creates n TrainJobs one after the other (BenchmarkBurstCreate's
+// n: 500, enough for a p99 that is not the single slowest create).
+func sequentialCreates(ctx context.Context, b *testing.B, c client.Client, ns, runtime string, n int) []time.Duration {
+	out := make([]time.Duration, 0, n)
 	for i := range cap(out) {
 		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%03d", i), runtime).NumNodes(2).NumProcPerNode(workerGPUs).Obj()
 		t0 := time.Now()
