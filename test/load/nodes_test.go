@@ -134,7 +134,7 @@ func createNodes(ctx context.Context, b *testing.B, env *framework.Env, n int, p
 	}
 	// A Worker asking twice the GPUs of the largest node: node-capacity
 	// names how many nodes it was judged against.
-	job := fixtures.TrainJob(namespace, "nodes-probe", runtime).NumNodes(1).Requests("nvidia.com/gpu", "16").Obj()
+	job := fixtures.TrainJob(namespace, "nodes-probe", runtime).NumNodes(1).Requests("nvidia.com/gpu", "16").Limits("nvidia.com/gpu", "16").Obj()
 	err = probe.Create(ctx, job, client.DryRunAll)
 	want := fmt.Sprintf("the largest of the %d cluster nodes it may run on has 8 nvidia.com/gpu", n)
 	if err == nil || !strings.Contains(err.Error(), "[node-capacity]") || !strings.Contains(err.Error(), want) {
