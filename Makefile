@@ -289,6 +289,27 @@ bench-go: ## Go micro-benchmarks (render, policy evaluation, ...).
 bench-webhook: controlplane ## Load generator: AdmissionReviews/s and latency against the real TLS webhook endpoint (LOAD_RATE, default 2000/s; HTTP2=true: server with --enable-http2).
 	GOGC=$${GOGC:-400} MPIGUARD_LOAD_RATE=$(or $(LOAD_RATE),2000) MPIGUARD_LOAD_HTTP2=$(HTTP2) KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -count=1 -run '^$$' -bench Webhook -benchtime 1x -timeout 10m ./test/load
 
+# The load benchmarks through the apiserver, each run once from a test binary
+# built once (compare two builds by running their binaries alternately;
+# docs/performance.md).
+LOAD_TEST ?= bin/load.test
+
+.PHONY: load-test-binary
+load-test-binary:
+	$(GO) test -c -o $(LOAD_TEST) ./test/load/
+
+.PHONY: bench-burst
+bench-burst: controlplane load-test-binary ## BenchmarkBurstCreate once: a burst of BURST_JOBS (500) creates with mpiguard (2 replicas), unselected, the apiserver by itself and the floor; exact or it fails.
+	cd test/load && MPIGUARD_BURST_JOBS=$(or $(BURST_JOBS),500) $(abspath $(LOAD_TEST)) -test.run '^$$' -test.bench BurstCreate -test.benchtime 1x -test.timeout 60m -test.v
+
+.PHONY: bench-sequential
+bench-sequential: controlplane load-test-binary ## BenchmarkSequentialCreate once: reserving, unselected, alone and the floor; SEQ_NODES=5000 creates that many Nodes first.
+	cd test/load && MPIGUARD_SEQ_NODES=$(SEQ_NODES) $(abspath $(LOAD_TEST)) -test.run '^$$' -test.bench SequentialCreate -test.benchtime 1x -test.timeout 90m -test.v
+
+.PHONY: bench-specification
+bench-specification: controlplane load-test-binary ## BenchmarkSpecificationSubmit once: 50 TrainJobs of 100 Workers from 50 users, 2 replicas, a quota for 30; exact or it fails.
+	cd test/load && $(abspath $(LOAD_TEST)) -test.run '^$$' -test.bench SpecificationSubmit -test.benchtime 1x -test.timeout 30m -test.v
+
 .PHONY: gator
 gator: ## Build Gatekeeper's gator (GATOR_VERSION) from the Go module proxy into the cache (once per version).
 	@bash test/gator/build.sh >/dev/null

@@ -22,25 +22,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/test/fixtures"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
-// burstJobs TrainJobs of 8 GPUs each are created at once into one namespace
-// whose quota holds burstFit of them.
-const (
-	burstJobs = 500
-	burstFit  = 250
-)
+// burstJobs TrainJobs of jobGPUs GPUs each are created at once into one
+// namespace whose quota holds half of them (MPIGUARD_BURST_JOBS: another
+// number, for a quick run).
+const burstJobs = 500
 
 // BenchmarkBurstCreate is what a user experiences when a namespace receives a
 // burst of submits: burstJobs TrainJobs created concurrently through the real
 // apiserver, with mpiguard as shipped (two replicas behind one webhook
 // endpoint), then the same burst with mpiguard's webhooks not registered (the
-// baseline: mpiguard's controllers still act on the jobs) and, last, with
-// both replicas stopped (the apiserver by itself), in one run; mpiguard's
-// garbage collector as shipped (asShipped). Every decision must be right: exactly burstFit
-// admitted, the rest denied by aggregate-quota. It also measures sequential
+// baseline: mpiguard's controllers still act on the jobs), with both replicas
+// stopped (the apiserver by itself) and, last, with floorWebhook in the
+// replicas' place (the floor: one live quota read and one reservation write
+// per batch, batched as mpiguard batches), in one run; mpiguard's garbage
+// collector as shipped (asShipped). Every decision must be right, mpiguard's
+// and the floor's: exactly half admitted, the rest denied by
+// aggregate-quota (mpiguard's may also be told to retry). It reports
+// mpiguard's p99 over the floor's (p99-ratio-floor). It also measures sequential
 // creates with and without a quota, whose difference is what the reservation
 // (a live quota read and one write to the apiserver) adds to one decision.
 // Run once: go test -run '^$' -bench BurstCreate -benchtime 1x ./test/load/
@@ -57,6 +60,8 @@ func BenchmarkBurstCreate(b *testing.B) {
 			b.Fatalf("MPIGUARD_BURST_REPLICAS=%q: want a number of replicas", v)
 		}
 	}
+	n := envCount(b, "MPIGUARD_BURST_JOBS", burstJobs)
+	fit := n / 2
 	defer asShipped(b)()
 	env, err := framework.Start(ctx, framework.Options{Name: "burst", Replicas: replicas})
 	if err != nil {
@@ -71,11 +76,11 @@ func BenchmarkBurstCreate(b *testing.B) {
 		quiesce(b)
 		// The baseline first, so the mpiguard burst does not leave it a
 		// busier apiserver (its admitted jobs are the same 250 objects).
-		_, _, _, others, baseline := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), baselineLabel), rt.Name)
+		_, _, _, others, baseline := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), baselineLabel), rt.Name, n)
 		if len(others) > 0 {
 			b.Fatalf("baseline: %d errors (first: %v)", len(others), others[0])
 		}
-		ns := quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), "")
+		ns := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), "")
 		// mpiguard's controllers act on the baseline's 500 jobs after their
 		// creates return (a NetworkPolicy and an Event each, the audit of
 		// the namespace): let that end first, or this burst carries it.
@@ -83,28 +88,31 @@ func BenchmarkBurstCreate(b *testing.B) {
 		stopProfile := cpuProfile(b, os.Getenv("MPIGUARD_BURST_CPUPROFILE"))
 		go apiserverProfile(ctx, b, env.Config, os.Getenv("MPIGUARD_BURST_APISERVER_PROFILE"))
 		cpuBefore, requestsBefore := cpuNow(b), requestTimes(ctx, b, env.Config)
-		admitted, denied, retry, others, withMPIGuard := burst(ctx, c, ns, rt.Name)
+		admitted, denied, retry, others, withMPIGuard := burst(ctx, c, ns, rt.Name, n)
 		stopProfile()
-		reportCPU(b, "burst-mpiguard", cpuBefore, cpuNow(b), burstJobs, "/create")
+		reportCPU(b, "burst-mpiguard", cpuBefore, cpuNow(b), float64(n), "/create")
 		requestsAfter := requestTimes(ctx, b, env.Config)
-		reportRequests(b, "burst-mpiguard", requestsBefore, requestsAfter, burstJobs)
+		reportRequests(b, "burst-mpiguard", requestsBefore, requestsAfter, float64(n))
 		// Writes lost to the other replica: what a burst's runs differ by.
 		for _, result := range []string{"ok", "conflict"} {
 			k := "reservation writes " + result
 			b.ReportMetric(requestsAfter[k]-requestsBefore[k], "reservation-writes-"+result)
 		}
 		b.Logf("burst of %d creates, %d fit: with mpiguard (%d replicas) p50 %v p99 %v; baseline p50 %v p99 %v",
-			burstJobs, burstFit, replicas, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
+			n, fit, replicas, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(baseline, 50), pct(baseline, 99))
 		// Right means: exactly as many admitted as fit, every other refused
 		// (by the quota policy, or told to retry), none failed otherwise.
-		if admitted != burstFit || denied+retry != burstJobs-burstFit || len(others) > 0 {
+		if admitted != fit || denied+retry != n-fit || len(others) > 0 {
 			b.Fatalf("with mpiguard: %d admitted, %d denied by aggregate-quota, %d told to retry, %d other errors (first: %v); want exactly %d admitted",
-				admitted, denied, retry, len(others), first(others), burstFit)
+				admitted, denied, retry, len(others), first(others), fit)
 		}
 		b.ReportMetric(float64(retry), "told-to-retry")
-		sequentialQuota := sequentialCreates(ctx, b, c, quotaNamespace(ctx, b, env, "1000000", ""), rt.Name)
-		sequentialFree := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, ""), rt.Name)
-		sequentialBaseline := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, baselineLabel), rt.Name)
+		// The floor's entries are shaped as mpiguard wrote this burst's.
+		template := &v1alpha1.QuotaReservation{}
+		must(b, env.Client.Get(ctx, client.ObjectKey{Namespace: env.PolicyNamespace, Name: ns}, template))
+		sequentialQuota := sequentialCreates(ctx, b, c, quotaNamespace(ctx, b, env, "1000000", ""), rt.Name, n)
+		sequentialFree := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, ""), rt.Name, n)
+		sequentialBaseline := sequentialCreates(ctx, b, c, plainNamespace(ctx, b, env, baselineLabel), rt.Name, n)
 		report(b, "burst-mpiguard", withMPIGuard)
 		report(b, "burst-baseline", baseline)
 		b.ReportMetric(pct(withMPIGuard, 50).Seconds()/pct(baseline, 50).Seconds(), "p50-ratio")
@@ -126,22 +134,48 @@ func BenchmarkBurstCreate(b *testing.B) {
 			must(b, r.Stop())
 		}
 		quiesce(b)
-		_, _, _, others, alone := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(8*burstFit), baselineLabel), rt.Name)
+		_, _, _, others, alone := burst(ctx, c, quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), baselineLabel), rt.Name, n)
 		if len(others) > 0 {
 			b.Fatalf("apiserver alone: %d errors (first: %v)", len(others), others[0])
 		}
 		report(b, "burst-alone", alone)
 		b.ReportMetric(pct(withMPIGuard, 99).Seconds()/pct(alone, 99).Seconds(), "p99-ratio-alone")
 		b.Logf("burst, the apiserver by itself: p50 %v p99 %v", pct(alone, 50), pct(alone, 99))
+
+		// The floor: what the reservation itself costs a burst, decided
+		// in batches as mpiguard decides it, exact as mpiguard is.
+		stopFloor := startFloor(ctx, b, env, template, jobGPUs)
+		floorNS := quotaNamespace(ctx, b, env, fmt.Sprint(jobGPUs*fit), "")
+		quiesce(b)
+		cpuBefore = cpuNow(b)
+		admitted, denied, retry, others, floor := burst(ctx, c, floorNS, rt.Name, n)
+		reportCPU(b, "burst-floor", cpuBefore, cpuNow(b), float64(n), "/create")
+		stopFloor()
+		if admitted != fit || denied != n-fit || retry > 0 || len(others) > 0 {
+			b.Fatalf("floor: %d admitted, %d denied by aggregate-quota, %d told to retry, %d other errors (first: %v); want exactly %d admitted",
+				admitted, denied, retry, len(others), first(others), fit)
+		}
+		report(b, "burst-floor", floor)
+		b.ReportMetric(pct(withMPIGuard, 99).Seconds()/pct(floor, 99).Seconds(), "p99-ratio-floor")
+		b.Logf("burst of %d creates, p50 / p99: mpiguard %v / %v, floor %v / %v, unselected %v / %v, the apiserver by itself %v / %v; mpiguard's p99 %.2f× the floor's",
+			n, pct(withMPIGuard, 50), pct(withMPIGuard, 99), pct(floor, 50), pct(floor, 99),
+			pct(baseline, 50), pct(baseline, 99), pct(alone, 50), pct(alone, 99), ratio(pct(withMPIGuard, 99), pct(floor, 99)))
 	}
 }
 
+// jobGPUs is what every job of BenchmarkBurstCreate and
+// BenchmarkSequentialCreate charges the GPU quota: 2 Workers of gpuRuntime.
+const jobGPUs = 2 * workerGPUs
+
+// workerGPUs is the GPUs each Worker of gpuRuntime takes.
+const workerGPUs = 4
+
 // gpuRuntime creates the ClusterTrainingRuntime the load benchmarks submit
-// to: an OpenMPI runtime whose Workers (replicated job node) take 4 GPUs each
-// and whose Launcher takes none, so a job of 2 nodes takes 8 GPUs.
+// to: an OpenMPI runtime whose Workers (replicated job node) take workerGPUs
+// GPUs each and whose Launcher takes none, so a job of 2 nodes takes jobGPUs.
 func gpuRuntime(ctx context.Context, b *testing.B, env *framework.Env, name string) *trainer.ClusterTrainingRuntime {
 	rt := fixtures.MPIRuntime(name).
-		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4"), fixtures.ResourceList("nvidia.com/gpu", "4")).
+		Resources("node", fixtures.ResourceList("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", fmt.Sprint(workerGPUs)), fixtures.ResourceList("nvidia.com/gpu", fmt.Sprint(workerGPUs))).
 		Resources("launcher", fixtures.ResourceList("cpu", "1", "memory", "2Gi"), nil).Cluster()
 	must(b, env.Client.Create(ctx, rt))
 	return rt
@@ -153,9 +187,13 @@ func gpuRuntime(ctx context.Context, b *testing.B, env *framework.Env, name stri
 // (and retried by client-go on 429), in the baseline and with mpiguard alike;
 // an exempt burst would measure an apiserver no tenant can reach.
 func tenantClient(ctx context.Context, b *testing.B, env *framework.Env) client.Client {
+	return tenantClients(ctx, b, env, 1)[0]
+}
+
+// tenantClients are the clients of n such users (tenantClient), each with
+// its own certificate, so its own connection and its own APF flow.
+func tenantClients(ctx context.Context, b *testing.B, env *framework.Env, n int) []client.Client {
 	const group = "mpiguard-burst-tenants"
-	user, err := env.Testenv.AddUser(envtest.User{Name: "burst-tenant", Groups: []string{group}}, nil)
-	must(b, err)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: group},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"trainer.kubeflow.org"}, Resources: []string{"trainjobs"}, Verbs: []string{"create", "get", "list"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: group},
@@ -163,11 +201,20 @@ func tenantClient(ctx context.Context, b *testing.B, env *framework.Env) client.
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: group}}}
 	must(b, env.Client.Create(ctx, role))
 	must(b, env.Client.Create(ctx, binding))
-	cfg := user.Config()
-	cfg.QPS = -1 // no client-side rate limit: the burst reaches the apiserver at once
-	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	must(b, err)
-	return c
+	out := make([]client.Client, n)
+	for i := range out {
+		name := "burst-tenant"
+		if i > 0 {
+			name = fmt.Sprintf("burst-tenant-%d", i)
+		}
+		user, err := env.Testenv.AddUser(envtest.User{Name: name, Groups: []string{group}}, nil)
+		must(b, err)
+		cfg := user.Config()
+		cfg.QPS = -1 // no client-side rate limit: the burst reaches the apiserver at once
+		out[i], err = client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+		must(b, err)
+	}
+	return out
 }
 
 // baselineLabel marks namespaces the webhooks leave alone: the baseline.
@@ -196,17 +243,29 @@ func excludeBaselineNamespaces(ctx context.Context, b *testing.B, c client.Clien
 	time.Sleep(2 * time.Second) // the apiserver's webhook configuration informer
 }
 
-// burst creates burstJobs 8-GPU TrainJobs at once and returns how many were
-// admitted, denied by aggregate-quota, failed otherwise, and each create's latency.
-func burst(ctx context.Context, c client.Client, ns, runtime string) (admitted, denied, retry int, others []error, latencies []time.Duration) {
+// burst creates n TrainJobs of jobGPUs GPUs at once and returns how many
+// were admitted, denied by aggregate-quota, told to retry, failed otherwise,
+// and each create's latency.
+func burst(ctx context.Context, c client.Client, ns, runtime string, n int) (admitted, denied, retry int, others []error, latencies []time.Duration) {
+	jobs := make([]*trainer.TrainJob, n)
+	for i := range jobs {
+		jobs[i] = fixtures.TrainJob(ns, fmt.Sprintf("burst-%03d", i), runtime).NumNodes(2).NumProcPerNode(workerGPUs).Obj()
+	}
+	return createAtOnce(ctx, []client.Client{c}, jobs)
+}
+
+// createAtOnce creates jobs at once, job i with clients[i%len(clients)], and
+// returns how many were admitted, denied by aggregate-quota, told to retry
+// by quota-reservation, failed otherwise, and each create's latency.
+func createAtOnce(ctx context.Context, clients []client.Client, jobs []*trainer.TrainJob) (admitted, denied, retry int, others []error, latencies []time.Duration) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		start = make(chan struct{})
 	)
-	for i := range burstJobs {
+	for i, job := range jobs {
+		c := clients[i%len(clients)]
 		wg.Go(func() {
-			job := fixtures.TrainJob(ns, fmt.Sprintf("burst-%03d", i), runtime).NumNodes(2).NumProcPerNode(4).Obj()
 			<-start
 			t0 := time.Now()
 			err := c.Create(ctx, job)
@@ -233,15 +292,12 @@ func burst(ctx context.Context, c client.Client, ns, runtime string) (admitted, 
 	return admitted, denied, retry, others, latencies
 }
 
-// sequentialJobs is how many TrainJobs sequentialCreates creates: enough for
-// a p99 that is not the single slowest create.
-const sequentialJobs = 500
-
-// sequentialCreates creates sequentialJobs TrainJobs one after the other.
-func sequentialCreates(ctx context.Context, b *testing.B, c client.Client, ns, runtime string) []time.Duration {
-	out := make([]time.Duration, 0, sequentialJobs)
+// sequentialCreates creates n TrainJobs one after the other (BenchmarkBurstCreate's
+// n: 500, enough for a p99 that is not the single slowest create).
+func sequentialCreates(ctx context.Context, b *testing.B, c client.Client, ns, runtime string, n int) []time.Duration {
+	out := make([]time.Duration, 0, n)
 	for i := range cap(out) {
-		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%03d", i), runtime).NumNodes(2).NumProcPerNode(4).Obj()
+		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%03d", i), runtime).NumNodes(2).NumProcPerNode(workerGPUs).Obj()
 		t0 := time.Now()
 		must(b, c.Create(ctx, job))
 		out = append(out, time.Since(t0))

@@ -55,6 +55,9 @@ import (
 // and MPIGUARD_SEQ_APISERVER_PROFILE=FILE the kube-apiserver (15 s) over the
 // reserving window MPIGUARD_SEQ_PROFILE_WINDOW names (few or last, default
 // last). mpiguard's garbage collector runs as shipped (asShipped).
+// MPIGUARD_SEQ_NODES=N creates N Nodes first (createNodes: four node groups
+// in three zones, as API objects; it fails unless mpiguard's node-capacity
+// input counts all N), so creates with a cluster's Nodes compare with none.
 //
 //	go test -run '^$' -bench SequentialCreate -benchtime 1x ./test/load/
 func BenchmarkSequentialCreate(b *testing.B) {
@@ -71,6 +74,12 @@ func BenchmarkSequentialCreate(b *testing.B) {
 	c := tenantClient(ctx, b, env)
 	rt := gpuRuntime(ctx, b, env, "seq-8gpu")
 	excludeBaselineNamespaces(ctx, b, env.Client)
+	nodes := 0
+	if os.Getenv("MPIGUARD_SEQ_NODES") != "" {
+		nodes = envCount(b, "MPIGUARD_SEQ_NODES", 0)
+		createNodes(ctx, b, env, nodes, c, plainNamespace(ctx, b, env, ""), rt.Name)
+	}
+	b.ReportMetric(float64(nodes), "nodes")
 	last := min(lastWindow, jobs)
 	create := func(ns string, i int) time.Duration {
 		job := fixtures.TrainJob(ns, fmt.Sprintf("seq-%04d", i), rt.Name).NumNodes(2).NumProcPerNode(4).Obj()
@@ -100,7 +109,7 @@ func BenchmarkSequentialCreate(b *testing.B) {
 					must(b, r.Stop())
 				}
 			case "floor":
-				defer startFloor(ctx, b, env, template)()
+				defer startFloor(ctx, b, env, template, jobGPUs)()
 			}
 			spread := make([]string, fewNamespaces)
 			for i := range spread {
