@@ -15,6 +15,7 @@ import (
 	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/engine"
+	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/networkpolicies"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
@@ -323,12 +324,16 @@ func (o checkOptions) checkInCluster(ctx context.Context, ev *check.Evaluator, d
 			s.TrainJob.Namespace = contextNS
 		}
 	}
+	reads := &audit.SkipForbidden{Reader: c}
 	auditor := o.auditor(c, ev)
+	auditor.Cluster = pipeline.ClientCluster{Reader: reads, Live: reads}
 	ledger := &audit.SkipUnreadable{ReservationReader: auditor.Reservations}
 	auditor.Reservations = ledger
 	results, err := ev.EvaluateLive(ctx, docs.TrainJobs, auditor.QuotaState)
-	if note := ledger.Note(o.mpiguardNS); note != "" {
-		fmt.Fprintln(stderr, note)
+	for _, note := range []string{reads.Note(), ledger.Note(o.mpiguardNS)} {
+		if note != "" {
+			fmt.Fprintln(stderr, note)
+		}
 	}
 	return results, err
 }

@@ -141,11 +141,13 @@ func admission(ctx context.Context, c client.Reader, job *trainer.TrainJob) stri
 // its pods (suspended, as Kueue keeps a queued job) as its resume, the write
 // that starts its pods, against its namespace's quotas and what admitted
 // jobs hold of them; a running job as the update that leaves it as it is.
-// Without the right to read mpiguard's QuotaReservations (a tenant) it
-// judges without them and says so.
+// Without the right to read mpiguard's QuotaReservations, the job's
+// Namespace or the Nodes (a tenant) it judges without them and says so
+// (audit.SkipUnreadable, audit.SkipForbidden).
 func Judged(ctx context.Context, c client.Reader, judge *pipeline.Pipeline, mpiguardNS string, job *trainer.TrainJob) string {
 	ledger := &audit.SkipUnreadable{ReservationReader: store.NewStore(c, c, nil, mpiguardNS)}
-	auditor := &audit.Auditor{Pipeline: judge, Cluster: pipeline.ClientCluster{Reader: c, Live: c}, Reservations: ledger}
+	reads := &audit.SkipForbidden{Reader: c}
+	auditor := &audit.Auditor{Pipeline: judge, Cluster: pipeline.ClientCluster{Reader: reads, Live: reads}, Reservations: ledger}
 	req, v, err := auditor.Job(ctx, job)
 	var lines []string
 	switch {
@@ -167,8 +169,10 @@ func Judged(ctx context.Context, c client.Reader, judge *pipeline.Pipeline, mpig
 			lines = append(lines, fmt.Sprintf("%-6s %s", x.Action, pipeline.ViolationLine(x)))
 		}
 	}
-	if note := ledger.Note(mpiguardNS); note != "" {
-		lines = append(lines, note)
+	for _, note := range []string{reads.Note(), ledger.Note(mpiguardNS)} {
+		if note != "" {
+			lines = append(lines, note)
+		}
 	}
 	return strings.Join(lines, "\n\t")
 }

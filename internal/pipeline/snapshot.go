@@ -23,13 +23,10 @@ import (
 // of the job — a resume's included — from that copy, not from the runtime
 // (pkg/runtime/core/snapshot.go; its reader is unexported, so its rules are
 // restated here, with its messages).
-const (
-	snapshotSuffix  = "-runtime-snapshot"
-	snapshotDataKey = "runtime"
-)
+const snapshotDataKey = "runtime"
 
 // SnapshotName is the name of the ConfigMap that holds job's runtime snapshot.
-func SnapshotName(job *trainer.TrainJob) string { return job.Name + snapshotSuffix }
+func SnapshotName(job *trainer.TrainJob) string { return job.Name + render.SnapshotSuffix }
 
 // Snapshot reads job's runtime snapshot with reader: nil, nil when the job
 // has none (it has not been reconciled yet, or it is a create). The

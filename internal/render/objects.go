@@ -25,10 +25,10 @@ const (
 	CreatorJobSet  = "JobSet"
 )
 
-// snapshotSuffix names the ConfigMap the Trainer (v2.3, pkg/runtime/core
+// SnapshotSuffix names the ConfigMap the Trainer (v2.3, pkg/runtime/core
 // snapshot.go, unexported there) copies a job's runtime into on its first
 // reconcile, before it builds anything else.
-const snapshotSuffix = "-runtime-snapshot"
+const SnapshotSuffix = "-runtime-snapshot"
 
 // maxJobNames bounds how many Jobs of one replicated job are named: a
 // runtime may ask for any number of replicas, and a name per replica would
@@ -81,7 +81,7 @@ func objectsOf(trainJob *trainer.TrainJob, built []apiruntime.ApplyConfiguration
 	core := func(kind, name, creator string) Objects {
 		return named(corev1.SchemeGroupVersion.WithKind(kind), creator, name)
 	}
-	out := []Objects{core("ConfigMap", trainJob.Name+snapshotSuffix, CreatorTrainer)}
+	out := []Objects{core("ConfigMap", trainJob.Name+SnapshotSuffix, CreatorTrainer)}
 	for _, name := range askedSecrets {
 		out = append(out, core("Secret", name, CreatorTrainer))
 	}

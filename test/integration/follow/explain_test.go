@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/framework"
 )
 
 var _ = Describe("mpiguard explain", func() {
@@ -56,8 +58,55 @@ var _ = Describe("mpiguard explain", func() {
 		Expect(out).To(ContainSubstring(`ResourceQuota "gpus" has 8 of 8 free`))
 		Expect(out).To(ContainSubstring(`cannot read mpiguard's QuotaReservations`))
 		Expect(out).To(ContainSubstring(`note: could not read mpiguard's QuotaReservations in "` + env.PolicyNamespace + `" for namespace ` + ns))
+
+		By("a tenant bound only to the shipped job-author (in the namespace) and runtime-reader roles gets the verdict too, told what it could not read")
+		tenant := "tenant-" + ns
+		bindShippedRoles(ctx, ns, tenant)
+		out = explainAs(ctx, Default, as(tenant), job)
+		Expect(out).To(MatchRegexp(`Policies now:\s+DENIED, judged as its resume`))
+		Expect(out).To(ContainSubstring(`ResourceQuota "gpus" has 8 of 8 free`))
+		Expect(out).To(ContainSubstring(`note: you may not read Namespace "` + ns + `": judged as if it had no labels or annotations`))
+		Expect(out).To(ContainSubstring(`note: could not read mpiguard's QuotaReservations`))
 	})
 })
+
+// bindShippedRoles binds user to the persona roles config/default ships, as
+// docs/operations.md "Roles for teams" says: job-author in namespace ns,
+// runtime-reader cluster-wide.
+func bindShippedRoles(ctx context.Context, ns, user string) {
+	GinkgoHelper()
+	shipped, err := framework.KustomizeBuild("config/default")
+	Expect(err).NotTo(HaveOccurred())
+	const prefix = "mpiguard-" // config/default's namePrefix
+	for _, o := range shipped {
+		if o.GetKind() != "ClusterRole" || (o.GetName() != prefix+"job-author" && o.GetName() != prefix+"runtime-reader") {
+			continue
+		}
+		role := o.DeepCopy()
+		err := env.Client.Create(ctx, role)
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { Expect(env.Client.Delete(ctx, role)).To(Succeed()) })
+	}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}
+	for _, o := range []client.Object{
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: prefix + "job-author"},
+			Subjects:   subjects,
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: prefix + "runtime-reader"},
+			Subjects:   subjects,
+		},
+	} {
+		Expect(env.Client.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(env.Client.Delete(ctx, o)).To(Succeed()) })
+	}
+}
 
 // readAllButLedger lets user read, in every namespace, what explain reads
 // (the job, its runtime, pods, JobSet, Events, quotas, Workloads, Nodes and
