@@ -222,6 +222,7 @@ func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Nam
 		LimitRanges:     r.limitRangesIn(name),
 		RuntimeClasses:  r.RuntimeClasses,
 		PriorityClasses: r.PriorityClasses,
+		ServiceAccounts: r.serviceAccountsIn(name),
 	}, nil
 }
 
@@ -281,6 +282,16 @@ func (c *Cluster) quotasIn(ns string) []corev1.ResourceQuota {
 	for _, q := range c.Quotas {
 		if q.Namespace == ns {
 			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func (c *Cluster) serviceAccountsIn(ns string) []corev1.ServiceAccount {
+	var out []corev1.ServiceAccount
+	for _, sa := range c.ServiceAccounts {
+		if sa.Namespace == ns {
+			out = append(out, sa)
 		}
 	}
 	return out
