@@ -67,15 +67,23 @@ func TestAdmitServiceAccountAsTheServiceAccountPlugin(t *testing.T) {
 			a := newAdmissionContext(nil, nil).withServiceAccounts(tc.accounts)
 			pod := &corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: tc.named}}
 			errs := a.admitServiceAccount(pod, field.NewPath("spec"))
-			if pod.Spec.ServiceAccountName != tc.want {
-				t.Errorf("serviceAccountName = %q, want %q", pod.Spec.ServiceAccountName, tc.want)
-			}
-			switch {
-			case tc.problem == "" && len(errs) > 0:
-				t.Errorf("unexpected problems %v", errs)
-			case tc.problem != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.problem) || errs[0].Field != "spec.serviceAccountName"):
-				t.Errorf("problems %v, want one at spec.serviceAccountName containing %q", errs, tc.problem)
-			}
+			expectAdmitted(t, pod.Spec.ServiceAccountName, tc.want, errs, "spec.serviceAccountName", tc.problem)
 		})
+	}
+}
+
+// expectAdmitted checks one pod through one admission step: the name it has
+// after (got, want) and its problems (one at field containing problem, or
+// none when problem is "").
+func expectAdmitted(t *testing.T, got, want string, errs field.ErrorList, fieldPath, problem string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %q, want %q", fieldPath, got, want)
+	}
+	switch {
+	case problem == "" && len(errs) > 0:
+		t.Errorf("unexpected problems %v", errs)
+	case problem != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), problem) || errs[0].Field != fieldPath):
+		t.Errorf("problems %v, want one at %s containing %q", errs, fieldPath, problem)
 	}
 }

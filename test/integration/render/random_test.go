@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,6 +17,7 @@ import (
 	"github.com/kubeflow/trainer/v2/pkg/constants"
 
 	"github.com/mpiguard/mpiguard/test/fixtures"
+	"github.com/mpiguard/mpiguard/test/framework"
 )
 
 // Random admission cases: each draws LimitRanges (defaults, min, max,
@@ -32,20 +31,9 @@ import (
 // MPIGUARD_FIDELITY_SEED replays a run (the seed is printed at the start and
 // in every case's name), MPIGUARD_FIDELITY_N sets how many cases (default 40).
 var (
-	fidelitySeed  = envInt("MPIGUARD_FIDELITY_SEED", int64(rand.Uint32()))
-	fidelityCases = int(envInt("MPIGUARD_FIDELITY_N", 40))
+	fidelitySeed  = framework.EnvInt("MPIGUARD_FIDELITY_SEED", int64(rand.Uint32()))
+	fidelityCases = int(framework.EnvInt("MPIGUARD_FIDELITY_N", 40))
 )
-
-func envInt(name string, def int64) int64 {
-	if s := os.Getenv(name); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			panic(fmt.Sprintf("%s=%q is not an integer", name, s))
-		}
-		return n
-	}
-	return def
-}
 
 var _ = Describe("JobView fidelity on random admission cases", func() {
 	DescribeTable("renders what the apiserver's admission chain makes of the pods", func(ctx context.Context, i int) {
