@@ -96,7 +96,7 @@ func randomPair(seed int64, i int) pair {
 		}
 		p.runtimeClasses = append(p.runtimeClasses, rc)
 		name := rc.Name
-		if chance(0.15) {
+		if chance(0.1) {
 			name += "-missing" // the RuntimeClass plugin refuses the pods
 		}
 		runtimeClass = &name
@@ -115,7 +115,7 @@ func randomPair(seed int64, i int) pair {
 	}
 	priorityClass := func() string {
 		switch {
-		case chance(0.12):
+		case chance(0.05):
 			return "fid-pc-" + tag + "-missing" // the Priority plugin refuses the pods
 		case len(classes) > 0 && chance(0.4):
 			return pickOf(r, classes...)
@@ -128,9 +128,9 @@ func randomPair(seed int64, i int) pair {
 	}
 	serviceAccount := func() string {
 		switch {
-		case chance(0.12):
+		case chance(0.05):
 			return "absent" // the ServiceAccount plugin refuses the pods
-		case chance(0.4):
+		case chance(0.3):
 			return "trainer" // refused too unless the case created it
 		}
 		return ""
