@@ -289,11 +289,13 @@ func exclusion(pod *corev1.Pod, affinity nodeaffinity.RequiredNodeAffinity, node
 }
 
 // schedulingPod is the pod of rj as the scheduler filters it: its node
-// selector, affinity and tolerations, with its RuntimeClass's scheduling
-// merged as the RuntimeClass admission plugin merges it.
+// selector, affinity and tolerations as admission leaves them (the
+// DefaultTolerationSeconds plugin's tolerations added, its RuntimeClass's
+// scheduling merged as the RuntimeClass plugin merges it).
 func schedulingPod(rj *render.ReplicatedJobView, runtimeClasses []nodev1.RuntimeClass) *corev1.Pod {
 	spec := &rj.PodTemplate.Spec
-	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: spec.NodeSelector, Affinity: spec.Affinity, Tolerations: spec.Tolerations}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: spec.NodeSelector, Affinity: spec.Affinity}}
+	var runtimeClassTolerations []corev1.Toleration
 	if name := spec.RuntimeClassName; name != nil {
 		i := slices.IndexFunc(runtimeClasses, func(rc nodev1.RuntimeClass) bool { return rc.Name == *name })
 		if i >= 0 && runtimeClasses[i].Scheduling != nil {
@@ -304,9 +306,10 @@ func schedulingPod(rj *render.ReplicatedJobView, runtimeClasses []nodev1.Runtime
 			}
 			maps.Copy(selector, s.NodeSelector)
 			pod.Spec.NodeSelector = selector
-			pod.Spec.Tolerations = append(slices.Clip(spec.Tolerations), s.Tolerations...)
+			runtimeClassTolerations = s.Tolerations
 		}
 	}
+	pod.Spec.Tolerations = render.AdmittedTolerations(spec, runtimeClassTolerations)
 	return pod
 }
 

@@ -43,6 +43,9 @@ type Cluster struct {
 	// PriorityClasses: none among the documents means not known (pods are
 	// taken as they name their class).
 	PriorityClasses []schedulingv1.PriorityClass
+	// ServiceAccounts: none of a namespace among the documents means its
+	// are not known (pods are taken to run as the ServiceAccount they name).
+	ServiceAccounts []corev1.ServiceAccount
 	ClusterRuntimes map[string]*trainer.ClusterTrainingRuntime
 	// Runtimes are keyed "namespace/name".
 	Runtimes  map[string]*trainer.TrainingRuntime
@@ -291,6 +294,8 @@ func (c *Cluster) add(source string, doc []byte) error {
 		c.RuntimeClasses = append(c.RuntimeClasses, *o)
 	case *schedulingv1.PriorityClass:
 		c.PriorityClasses = append(c.PriorityClasses, *o)
+	case *corev1.ServiceAccount:
+		c.ServiceAccounts = append(c.ServiceAccounts, *o)
 	case *trainer.ClusterTrainingRuntime:
 		c.ClusterRuntimes[o.Name] = o
 	case *trainer.TrainingRuntime:

@@ -222,6 +222,7 @@ func (r *clusterReader) Namespace(_ context.Context, name string) (*pipeline.Nam
 		LimitRanges:     r.limitRangesIn(name),
 		RuntimeClasses:  r.RuntimeClasses,
 		PriorityClasses: r.PriorityClasses,
+		ServiceAccounts: r.serviceAccountsIn(name),
 	}, nil
 }
 
@@ -276,21 +277,23 @@ func (c *Cluster) namespace(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
-func (c *Cluster) quotasIn(ns string) []corev1.ResourceQuota {
-	var out []corev1.ResourceQuota
-	for _, q := range c.Quotas {
-		if q.Namespace == ns {
-			out = append(out, q)
-		}
-	}
-	return out
+func (c *Cluster) quotasIn(ns string) []corev1.ResourceQuota { return inNamespace(c.Quotas, ns) }
+
+func (c *Cluster) serviceAccountsIn(ns string) []corev1.ServiceAccount {
+	return inNamespace(c.ServiceAccounts, ns)
 }
 
-func (c *Cluster) limitRangesIn(ns string) []corev1.LimitRange {
-	var out []corev1.LimitRange
-	for _, l := range c.LimitRanges {
-		if l.Namespace == ns {
-			out = append(out, l)
+func (c *Cluster) limitRangesIn(ns string) []corev1.LimitRange { return inNamespace(c.LimitRanges, ns) }
+
+// inNamespace are the objects of namespace ns among objs.
+func inNamespace[T any, P interface {
+	*T
+	GetNamespace() string
+}](objs []T, ns string) []T {
+	var out []T
+	for i := range objs {
+		if P(&objs[i]).GetNamespace() == ns {
+			out = append(out, objs[i])
 		}
 	}
 	return out

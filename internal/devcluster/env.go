@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -80,6 +81,13 @@ type Options struct {
 	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy (YAML): the
 	// kube-apiserver writes the events it selects to Env.AuditLog.
 	AuditPolicy string
+	// DefaultAdmissionChain runs the kube-apiserver with its default-enabled
+	// admission plugins, as a cluster's runs: envtest turns the
+	// ServiceAccount plugin off, this leaves it on (with envtest's
+	// service-account issuer and keys), and adds kube-controller-manager's
+	// serviceaccount controller to KubeControllers, which gives every
+	// namespace its "default" ServiceAccount as in a cluster.
+	DefaultAdmissionChain bool
 	// SecondCluster starts this Env in a process where another Env already
 	// runs mpiguard (a second cluster: MultiKueue's manager and worker).
 	// controller-runtime checks controller names once per process, so its
@@ -179,6 +187,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.AuditPolicy != "" {
 		if err := e.configureAuditLog(opts.AuditPolicy); err != nil {
 			return nil, err
+		}
+	}
+	if opts.DefaultAdmissionChain {
+		e.Testenv.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
+		if !slices.Contains(opts.KubeControllers, "serviceaccount") {
+			opts.KubeControllers = append(slices.Clip(opts.KubeControllers), "serviceaccount")
 		}
 	}
 	if err := e.startControlPlane(opts.ClientAuth); err != nil {

@@ -59,4 +59,8 @@ type Namespace struct {
 	// pods naming none the globalDefault class and rejects pods naming one
 	// that does not exist (render.Input.PriorityClasses; none: not known).
 	PriorityClasses []schedulingv1.PriorityClass
+	// ServiceAccounts are the namespace's, names only: the ServiceAccount
+	// admission plugin rejects pods naming one that does not exist
+	// (render.Input.ServiceAccounts; none: not known).
+	ServiceAccounts []corev1.ServiceAccount
 }

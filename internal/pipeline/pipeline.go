@@ -220,7 +220,7 @@ func (p *Pipeline) Prepare(ctx context.Context, c Cluster, req *Request, stage S
 	if stage == Admit {
 		job = job.DeepCopy() // the mutation is applied to it
 	}
-	in := render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, PriorityClasses: ns.PriorityClasses, OwnManager: engine.AdmissionManager}
+	in := render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, PriorityClasses: ns.PriorityClasses, ServiceAccounts: ns.ServiceAccounts, OwnManager: engine.AdmissionManager}
 	view, err := p.renderer.Render(ctx, in)
 	if err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.Tra
 		return nil, err
 	}
 	if job.UID == "" { // not from an apiserver (`mpiguard check`'s documents): nothing identifies it, no snapshot
-		return p.renderer.Render(ctx, render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, PriorityClasses: ns.PriorityClasses})
+		return p.renderer.Render(ctx, render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, PriorityClasses: ns.PriorityClasses, ServiceAccounts: ns.ServiceAccounts})
 	}
 	var key strings.Builder
 	key.WriteString(job.ResourceVersion)
@@ -93,7 +93,7 @@ func (p *Pipeline) RenderStored(ctx context.Context, c Cluster, job *trainer.Tra
 	case gone:
 		return nil, err
 	}
-	v, err := p.renderer.Render(ctx, render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, PriorityClasses: ns.PriorityClasses})
+	v, err := p.renderer.Render(ctx, render.Input{TrainJob: job, Runtime: rt, LimitRanges: ns.LimitRanges, RuntimeClasses: ns.RuntimeClasses, PriorityClasses: ns.PriorityClasses, ServiceAccounts: ns.ServiceAccounts})
 	if err != nil {
 		return nil, err
 	}

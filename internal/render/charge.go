@@ -19,7 +19,9 @@ import (
 //     (k8s.io/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Pod);
 //  2. the LimitRanger admission plugin fills missing container limits and requests
 //     from the namespace's LimitRanges (plugin/pkg/admission/limitranger, mergeContainerResources);
-//  3. the RuntimeClass admission plugin sets spec.overhead from the pod's RuntimeClass;
+//  3. the RuntimeClass admission plugin sets spec.overhead from the pod's RuntimeClass
+//     (the ServiceAccount, Priority and DefaultTolerationSeconds plugins, which
+//     change no charge, are in admitted.go and admitPriority);
 //  4. the quota pod evaluator (pkg/quota/v1/evaluator/core/pods.go PodUsageFunc) sums
 //     requests and limits with k8s.io/component-helpers/resource PodRequests/PodLimits:
 //     init containers by the max rule, restartable init containers (sidecars) added,
@@ -44,6 +46,8 @@ type admissionContext struct {
 	limitRanges    []corev1.LimitRange
 	// priorityClasses are the cluster's (none: not known, not judged).
 	priorityClasses []schedulingv1.PriorityClass
+	// serviceAccounts are the namespace's (none: not known, not judged).
+	serviceAccounts []corev1.ServiceAccount
 }
 
 // withPriorityClasses is a with the cluster's PriorityClasses.
@@ -148,6 +152,7 @@ func (a *admissionContext) admittedPod(template *corev1.PodTemplateSpec, podPath
 			pod.Spec.Overhead = fixed.DeepCopy()
 		}
 	}
+	problems = append(problems, a.admitServiceAccount(pod, podPath)...)
 	problems = append(problems, a.admitPriority(pod, podPath)...)
 	problems = append(problems, a.limitRangeProblems(pod, podPath)...)
 	return pod, problems

@@ -99,6 +99,9 @@ type ReplicatedJobView struct {
 	// template's, or the cluster's globalDefault class when it names none
 	// (the Priority admission plugin). Quota scopes select by it.
 	PriorityClassName string
+	// ServiceAccountName is the ServiceAccount the pods run as: the
+	// template's, or "default" (the ServiceAccount admission plugin).
+	ServiceAccountName string
 	// Requested is the pod template's metadata without the Input.OwnManager
 	// entry; nil when the TrainJob has none (PodTemplate's is the same).
 	Requested *PodMetadata

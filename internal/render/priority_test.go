@@ -1,7 +1,6 @@
 package render
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,15 +32,7 @@ func TestAdmitPriorityAsThePriorityPlugin(t *testing.T) {
 			a := newAdmissionContext(nil, nil).withPriorityClasses(tc.classes)
 			pod := &corev1.Pod{Spec: corev1.PodSpec{PriorityClassName: tc.named}}
 			errs := a.admitPriority(pod, field.NewPath("spec"))
-			if pod.Spec.PriorityClassName != tc.want {
-				t.Errorf("priorityClassName = %q, want %q", pod.Spec.PriorityClassName, tc.want)
-			}
-			switch {
-			case tc.problem == "" && len(errs) > 0:
-				t.Errorf("unexpected problems %v", errs)
-			case tc.problem != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.problem) || errs[0].Field != "spec.priorityClassName"):
-				t.Errorf("problems %v, want one at spec.priorityClassName containing %q", errs, tc.problem)
-			}
+			expectAdmitted(t, pod.Spec.PriorityClassName, tc.want, errs, "spec.priorityClassName", tc.problem)
 		})
 	}
 }

@@ -53,6 +53,10 @@ type Input struct {
 	// that does not exist is rejected. None: not known (a cluster always has
 	// the built-in system classes), and pods are taken as they name theirs.
 	PriorityClasses []schedulingv1.PriorityClass
+	// ServiceAccounts of the TrainJob's namespace, as the ServiceAccount
+	// admission plugin reads them: a pod naming one that does not exist is
+	// rejected. None: not known, and pods are taken to run as they name.
+	ServiceAccounts []corev1.ServiceAccount
 	// OwnManager is the manager of the caller's own spec.runtimePatches entry
 	// (mpiguard's). When the TrainJob has one, each ReplicatedJobView's
 	// Requested says what its pod template's labels and annotations are
@@ -188,7 +192,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (view *JobView, err err
 		return nil, fmt.Errorf("render: TrainJob %s: reading the rendered JobSet: %w", trainJob.Name, err)
 	}
 	replicas := replicaCounts(jobSetApply)
-	view = buildView(trainJob, runtimeObj, jobSet, replicas, hostfile, newAdmissionContext(in.LimitRanges, in.RuntimeClasses).withPriorityClasses(in.PriorityClasses))
+	view = buildView(trainJob, runtimeObj, jobSet, replicas, hostfile, newAdmissionContext(in.LimitRanges, in.RuntimeClasses).withPriorityClasses(in.PriorityClasses).withServiceAccounts(in.ServiceAccounts))
 	if view.Objects, err = objectsOf(trainJob, objects, rr.secrets, jobSet, replicas); err != nil {
 		return nil, fmt.Errorf("render: TrainJob %s: %w", trainJob.Name, err)
 	}

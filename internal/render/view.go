@@ -84,6 +84,7 @@ func addReplicatedJobs(view *JobView, jobSet *jobsetv1alpha2.JobSet, replicas []
 		view.Problems = append(view.Problems, append(problems, admissionProblems...)...)
 		rv.PerPod = podCharge(pod)
 		rv.PriorityClassName = pod.Spec.PriorityClassName
+		rv.ServiceAccountName = pod.Spec.ServiceAccountName
 		addCharge(&view.Total, &rv.PerPod, rv.Pods)
 	}
 }

@@ -26,6 +26,9 @@ import "github.com/mpiguard/mpiguard/internal/pipeline"
 // (globalDefault), which quota scopes select by, and whether the one they
 // name exists.
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// ServiceAccounts (their metadata): whether the one a pod names exists, as
+// the ServiceAccount admission plugin refuses pods naming one that does not.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch
 
 // cluster reads, from the manager's cache (and the apiserver for what the
 // cache does not have yet), the objects a TrainJob's decision depends on.

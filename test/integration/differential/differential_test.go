@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,21 +17,10 @@ import (
 
 var (
 	// seed draws the random clusters: MPIGUARD_DIFF_SEED, else a new one each run.
-	seed = envInt("MPIGUARD_DIFF_SEED", int64(rand.Uint32()))
+	seed = framework.EnvInt("MPIGUARD_DIFF_SEED", int64(rand.Uint32()))
 	// randomCases is how many random clusters run: MPIGUARD_DIFF_N, default 300.
-	randomCases = int(envInt("MPIGUARD_DIFF_N", 300))
+	randomCases = int(framework.EnvInt("MPIGUARD_DIFF_N", 300))
 )
-
-func envInt(name string, def int64) int64 {
-	if s := os.Getenv(name); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			panic(fmt.Sprintf("%s=%q is not an integer", name, s))
-		}
-		return n
-	}
-	return def
-}
 
 var _ = Describe("mpiguard check and the webhooks through the apiserver", func() {
 	// Samples run one after another with their own names (team-a, openmpi, ...):

@@ -125,7 +125,7 @@ type created struct {
 
 // setUp creates the cluster's objects: namespaces (an existing one gets the
 // document's labels and annotations), RuntimeClasses, PriorityClasses, runtimes (pool runtimes
-// exist already), LimitRanges and ResourceQuotas with their status.used
+// exist already), LimitRanges, ServiceAccounts and ResourceQuotas with their status.used
 // written through the status subresource (envtest runs no quota controller),
 // Volcano Queues and Nodes with their status.
 // It returns once mpiguard's cache shows all of them, as the webhooks read
@@ -145,6 +145,9 @@ func setUp(ctx context.Context, c *check.Cluster) *created {
 	}
 	for _, l := range c.LimitRanges {
 		namespaces[l.Namespace] = true
+	}
+	for _, sa := range c.ServiceAccounts {
+		namespaces[sa.Namespace] = true
 	}
 	for _, r := range c.Runtimes {
 		namespaces[r.Namespace] = true
@@ -176,6 +179,15 @@ func setUp(ctx context.Context, c *check.Cluster) *created {
 	}
 	for i := range c.LimitRanges {
 		add(c.LimitRanges[i].DeepCopy())
+	}
+	for i := range c.ServiceAccounts {
+		sa := c.ServiceAccounts[i].DeepCopy()
+		Expect(env.Client.Create(ctx, sa)).To(Succeed(), "creating ServiceAccount %s", sa.Name)
+		out.objects = append(out.objects, sa)
+		// mpiguard reads ServiceAccounts' metadata only (its own informer).
+		seen := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: sa.Namespace, Name: sa.Name, ResourceVersion: sa.ResourceVersion}}
+		seen.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+		cache = append(cache, seen)
 	}
 	// Objects a job would create exist already: mpiguard reads them live,
 	// by name (it caches none). Created before the quotas, whose status.used

@@ -40,6 +40,12 @@ type pair struct {
 	runtimeClasses []*nodev1.RuntimeClass
 	// priorityClasses are created for the case and deleted after it.
 	priorityClasses []*schedulingv1.PriorityClass
+	// serviceAccounts are created in the case's namespace.
+	serviceAccounts []string
+	// random: the case is generated, so whether its pods are refused is
+	// not known beforehand (wantProblems is not checked; each refusal must
+	// still be predicted).
+	random bool
 	// wantProblems says the rendered pods are invalid (the apiserver must reject them).
 	wantProblems bool
 }
@@ -118,136 +124,8 @@ func withItem(lr *corev1.LimitRange, item corev1.LimitRangeItem) *corev1.LimitRa
 var quantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 var _ = Describe("JobView fidelity to the Trainer controller", func() {
-	DescribeTable("renders what the Trainer creates and what the apiserver charges",
-		func(ctx context.Context, p pair) {
-			ns := env.Namespace(ctx, nil)
-			rtName := "fid-" + ns
+	DescribeTable("renders what the Trainer creates and what the apiserver charges", expectFidelity,
 
-			By("creating the namespace's LimitRanges, the RuntimeClasses, the runtime and the TrainJob")
-			// Keep the objects as written (Create overwrites them with the stored,
-			// defaulted objects) to check ApplyDefaults against the apiserver.
-			var offline render.Input
-			for _, lr := range p.limitRanges {
-				lr = lr.DeepCopy()
-				lr.Namespace = ns
-				offline.LimitRanges = append(offline.LimitRanges, *lr.DeepCopy())
-				Expect(env.Client.Create(ctx, lr)).To(Succeed())
-			}
-			for _, rc := range p.runtimeClasses {
-				if err := env.Client.Create(ctx, rc.DeepCopy()); !apierrors.IsAlreadyExists(err) {
-					Expect(err).NotTo(HaveOccurred())
-				}
-			}
-			for _, pc := range p.priorityClasses {
-				pc = pc.DeepCopy()
-				Expect(env.Client.Create(ctx, pc)).To(Succeed())
-				DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pc))).To(Succeed()) })
-			}
-			rt := p.runtime(ns, rtName)
-			if tr, ok := rt.(*trainer.TrainingRuntime); ok {
-				tr.Namespace = ns
-			}
-			offline.Runtime = rt.DeepCopyObject().(client.Object)
-			Expect(env.Client.Create(ctx, rt)).To(Succeed())
-			DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, rt))).To(Succeed()) })
-			tj := p.trainJob(ns, rt.GetName())
-			offline.TrainJob = tj.DeepCopy()
-			Expect(env.Client.Create(ctx, tj)).To(Succeed())
-
-			By("reading back the JobSet and hostfile the Trainer created")
-			js := &jobsetv1alpha2.JobSet{}
-			Eventually(func(g Gomega) {
-				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, js)).To(Succeed())
-			}).Should(Succeed())
-			hostfile := &corev1.ConfigMap{}
-			Eventually(func(g Gomega) {
-				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName + constants.MPIHostfileConfigMapSuffix}, hostfile)).To(Succeed())
-			}).Should(Succeed())
-
-			By("rendering the stored TrainJob offline")
-			in := render.Input{TrainJob: &trainer.TrainJob{}}
-			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, in.TrainJob)).To(Succeed())
-			in.Runtime = rt.DeepCopyObject().(client.Object)
-			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rt), in.Runtime)).To(Succeed())
-			var lrs corev1.LimitRangeList
-			Expect(env.Client.List(ctx, &lrs, client.InNamespace(ns))).To(Succeed())
-			in.LimitRanges = lrs.Items
-			var rcs nodev1.RuntimeClassList
-			Expect(env.Client.List(ctx, &rcs)).To(Succeed())
-			in.RuntimeClasses = rcs.Items
-			var pcs schedulingv1.PriorityClassList
-			Expect(env.Client.List(ctx, &pcs)).To(Succeed())
-			in.PriorityClasses, offline.PriorityClasses = pcs.Items, pcs.Items
-			view, err := renderer.Render(ctx, in)
-			Expect(err).NotTo(HaveOccurred())
-
-			By("defaulting the objects as written, as mpiguard check does, and rendering them")
-			Expect(render.ApplyDefaults(offline.TrainJob, offline.Runtime)).To(Succeed())
-			for i := range offline.LimitRanges {
-				Expect(render.ApplyDefaults(&offline.LimitRanges[i])).To(Succeed())
-			}
-			Expect(cmp.Diff(in.TrainJob.Spec, offline.TrainJob.Spec, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
-				"TrainJob spec (-apiserver +ApplyDefaults)")
-			Expect(cmp.Diff(runtimeSpec(in.Runtime), runtimeSpec(offline.Runtime), quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
-				"runtime spec (-apiserver +ApplyDefaults)")
-			Expect(lrs.Items).To(HaveLen(len(offline.LimitRanges)))
-			for _, stored := range lrs.Items {
-				idx := slices.IndexFunc(offline.LimitRanges, func(lr corev1.LimitRange) bool { return lr.Name == stored.Name })
-				Expect(idx).NotTo(Equal(-1), "LimitRange %s", stored.Name)
-				Expect(cmp.Diff(stored.Spec, offline.LimitRanges[idx].Spec, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
-					"LimitRange %s spec (-apiserver +ApplyDefaults)", stored.Name)
-			}
-			offline.RuntimeClasses = in.RuntimeClasses
-			offlineView, err := renderer.Render(ctx, offline)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(cmp.Diff(view, offlineView, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
-				"JobView from the stored objects (-) and from the objects as written (+)")
-
-			By("comparing replicated jobs, pod counts and pod templates with the JobSet")
-			Expect(view.ReplicatedJobs).To(HaveLen(len(js.Spec.ReplicatedJobs)))
-			for i := range js.Spec.ReplicatedJobs {
-				rj, rv := &js.Spec.ReplicatedJobs[i], view.ReplicatedJobs[i]
-				Expect(rv.Name).To(Equal(rj.Name))
-				Expect(rv.Pods).To(Equal(jobSetPods(rj)), "pods of replicated job %s", rj.Name)
-				Expect(cmp.Diff(rj.Template.Spec.Template, rv.PodTemplate, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
-					"pod template of replicated job %s (-Trainer +JobView)", rj.Name)
-			}
-			Expect(view.Hostfile).To(Equal(nonEmptyLines(hostfile.Data[constants.MPIHostfileName])), "hostfile")
-
-			By("creating the JobSet's pods under a ResourceQuota and comparing what the apiserver charged")
-			names := measurableNames(view.Total)
-			createQuota(ctx, ns, "measure", names)
-			var rejected []string
-			for i := range js.Spec.ReplicatedJobs {
-				rj, rv := &js.Spec.ReplicatedJobs[i], view.ReplicatedJobs[i]
-				before := quotaUsed(ctx, ns, "measure")
-				if err := createPods(ctx, ns, jobName, rj, rv.Pods, false); err != nil {
-					Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "unexpected error: %v", err)
-					Expect(hasProblemFor(view, rj.Name)).To(BeTrue(),
-						"the apiserver rejects the pods of %s but the JobView reports no problem for them: %v", rj.Name, err)
-					rejected = append(rejected, rj.Name)
-					continue
-				}
-				Expect(hasProblemFor(view, rj.Name)).To(BeFalse(),
-					"the JobView reports problems %v for %s but the apiserver admits its pods", view.Problems, rj.Name)
-				if rv.Pods > 0 { // the PriorityClass the apiserver gave an admitted pod
-					admittedPod := &corev1.Pod{}
-					Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-%s-0", jobName, rj.Name)}, admittedPod)).To(Succeed())
-					Expect(rv.PriorityClassName).To(Equal(admittedPod.Spec.PriorityClassName), "PriorityClass of replicated job %s (JobView vs apiserver)", rj.Name)
-				}
-				charged := sub(quotaUsed(ctx, ns, "measure"), before)
-				Expect(milli(scaled(rv.PerPod, rv.Pods), names)).To(Equal(milli(charged, names)),
-					"charge of replicated job %s (JobView vs apiserver, milli-units)", rj.Name)
-			}
-			anyRejected := len(rejected) > 0
-			Expect(anyRejected).To(Equal(p.wantProblems), "rejected replicated jobs: %v; problems: %v", rejected, view.Problems)
-			if len(rejected) == 0 {
-				Expect(milli(view.Total.QuotaUsage(), names)).To(Equal(milli(quotaUsed(ctx, ns, "measure"), names)), "total charge")
-			}
-
-			By("checking the quota rule that every container declares cpu and memory")
-			expectMissingRejected(ctx, ns, js, view)
-		},
 		Entry("upstream deepspeed-distributed: 3 nodes of 4 CPU / 2 GPU", pair{
 			runtime:  upstream("deepspeed_distributed.yaml"),
 			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(3).Limits(kv("cpu=4", "nvidia.com/gpu=2")...) }),
@@ -384,6 +262,28 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 				{ObjectMeta: metav1.ObjectMeta{Name: "fid-named"}, Value: 1000},
 			},
 		}),
+		Entry("ServiceAccount that exists", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.PodSpec(constants.Node).ServiceAccountName = "trainer"
+			}),
+			trainJob:        job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
+			serviceAccounts: []string{"trainer"},
+		}),
+		Entry("ServiceAccount that does not exist: invalid pods", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.PodSpec(constants.Node).ServiceAccountName = "trainer"
+			}),
+			trainJob:        job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(2) }),
+			serviceAccounts: []string{"other"},
+			wantProblems:    true,
+		}),
+		Entry("own not-ready toleration kept, the unreachable one added", pair{
+			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
+				b.PodSpec(constants.Node).Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists,
+					Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)}}
+			}),
+			trainJob: job(func(b *fixtures.TrainJobBuilder) { b.NumNodes(1) }),
+		}),
 		Entry("RuntimeClass overhead", pair{
 			runtime: clusterRuntime(func(b *fixtures.RuntimeBuilder) {
 				b.Resources(constants.Node, rl("cpu=1", "memory=1Gi"), rl("cpu=1", "memory=1Gi"))
@@ -418,6 +318,174 @@ var _ = Describe("JobView fidelity to the Trainer controller", func() {
 		}),
 	)
 })
+
+// expectFidelity creates p's objects in a new namespace, lets the Trainer
+// build the JobSet, renders the job offline, and compares the JobView with
+// the JobSet, with what the apiserver's admission chain makes of its pods
+// (refused or not, PriorityClass, ServiceAccount, tolerations) and with what
+// it charges them.
+func expectFidelity(ctx context.Context, p pair) {
+	ns := env.Namespace(ctx, nil)
+	rtName := "fid-" + ns
+	// A cluster's namespaces have their "default" ServiceAccount moments
+	// after they are created (kube-controller-manager's serviceaccount
+	// controller), before any job's pods.
+	Eventually(func() error {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+	}).Should(Succeed(), "the serviceaccount controller never created namespace %s's default ServiceAccount", ns)
+	for _, name := range p.serviceAccounts {
+		Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+	}
+
+	By("creating the namespace's LimitRanges, the RuntimeClasses, the runtime and the TrainJob")
+	// Keep the objects as written (Create overwrites them with the stored,
+	// defaulted objects) to check ApplyDefaults against the apiserver.
+	var offline render.Input
+	for _, lr := range p.limitRanges {
+		lr = lr.DeepCopy()
+		lr.Namespace = ns
+		offline.LimitRanges = append(offline.LimitRanges, *lr.DeepCopy())
+		Expect(env.Client.Create(ctx, lr)).To(Succeed())
+	}
+	for _, rc := range p.runtimeClasses {
+		if err := env.Client.Create(ctx, rc.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	for _, pc := range p.priorityClasses {
+		pc = pc.DeepCopy()
+		// The Priority plugin refuses a second globalDefault class until its
+		// informer has seen an earlier case's deleted.
+		Eventually(func() error { return env.Client.Create(ctx, pc.DeepCopy()) }).Should(Succeed(), "creating PriorityClass %s", pc.Name)
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pc))).To(Succeed()) })
+	}
+	rt := p.runtime(ns, rtName)
+	if tr, ok := rt.(*trainer.TrainingRuntime); ok {
+		tr.Namespace = ns
+	}
+	offline.Runtime = rt.DeepCopyObject().(client.Object)
+	Expect(env.Client.Create(ctx, rt)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, rt))).To(Succeed()) })
+	tj := p.trainJob(ns, rt.GetName())
+	offline.TrainJob = tj.DeepCopy()
+	Expect(env.Client.Create(ctx, tj)).To(Succeed())
+
+	By("reading back the JobSet and hostfile the Trainer created")
+	js := &jobsetv1alpha2.JobSet{}
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, js)).To(Succeed())
+	}).Should(Succeed())
+	hostfile := &corev1.ConfigMap{}
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName + constants.MPIHostfileConfigMapSuffix}, hostfile)).To(Succeed())
+	}).Should(Succeed())
+
+	By("rendering the stored TrainJob offline")
+	in := render.Input{TrainJob: &trainer.TrainJob{}}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, in.TrainJob)).To(Succeed())
+	in.Runtime = rt.DeepCopyObject().(client.Object)
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rt), in.Runtime)).To(Succeed())
+	var lrs corev1.LimitRangeList
+	Expect(env.Client.List(ctx, &lrs, client.InNamespace(ns))).To(Succeed())
+	in.LimitRanges = lrs.Items
+	var rcs nodev1.RuntimeClassList
+	Expect(env.Client.List(ctx, &rcs)).To(Succeed())
+	in.RuntimeClasses = rcs.Items
+	var pcs schedulingv1.PriorityClassList
+	Expect(env.Client.List(ctx, &pcs)).To(Succeed())
+	in.PriorityClasses, offline.PriorityClasses = pcs.Items, pcs.Items
+	var sas corev1.ServiceAccountList
+	Expect(env.Client.List(ctx, &sas, client.InNamespace(ns))).To(Succeed())
+	in.ServiceAccounts, offline.ServiceAccounts = sas.Items, sas.Items
+	view, err := renderer.Render(ctx, in)
+	Expect(err).NotTo(HaveOccurred())
+
+	By("defaulting the objects as written, as mpiguard check does, and rendering them")
+	Expect(render.ApplyDefaults(offline.TrainJob, offline.Runtime)).To(Succeed())
+	for i := range offline.LimitRanges {
+		Expect(render.ApplyDefaults(&offline.LimitRanges[i])).To(Succeed())
+	}
+	Expect(cmp.Diff(in.TrainJob.Spec, offline.TrainJob.Spec, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+		"TrainJob spec (-apiserver +ApplyDefaults)")
+	Expect(cmp.Diff(runtimeSpec(in.Runtime), runtimeSpec(offline.Runtime), quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+		"runtime spec (-apiserver +ApplyDefaults)")
+	Expect(lrs.Items).To(HaveLen(len(offline.LimitRanges)))
+	for _, stored := range lrs.Items {
+		idx := slices.IndexFunc(offline.LimitRanges, func(lr corev1.LimitRange) bool { return lr.Name == stored.Name })
+		Expect(idx).NotTo(Equal(-1), "LimitRange %s", stored.Name)
+		Expect(cmp.Diff(stored.Spec, offline.LimitRanges[idx].Spec, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+			"LimitRange %s spec (-apiserver +ApplyDefaults)", stored.Name)
+	}
+	offline.RuntimeClasses = in.RuntimeClasses
+	offlineView, err := renderer.Render(ctx, offline)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cmp.Diff(view, offlineView, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+		"JobView from the stored objects (-) and from the objects as written (+)")
+
+	By("comparing replicated jobs, pod counts and pod templates with the JobSet")
+	Expect(view.ReplicatedJobs).To(HaveLen(len(js.Spec.ReplicatedJobs)))
+	for i := range js.Spec.ReplicatedJobs {
+		rj, rv := &js.Spec.ReplicatedJobs[i], view.ReplicatedJobs[i]
+		Expect(rv.Name).To(Equal(rj.Name))
+		Expect(rv.Pods).To(Equal(jobSetPods(rj)), "pods of replicated job %s", rj.Name)
+		Expect(cmp.Diff(rj.Template.Spec.Template, rv.PodTemplate, quantityEqual, cmpopts.EquateEmpty())).To(BeEmpty(),
+			"pod template of replicated job %s (-Trainer +JobView)", rj.Name)
+	}
+	Expect(view.Hostfile).To(Equal(nonEmptyLines(hostfile.Data[constants.MPIHostfileName])), "hostfile")
+
+	By("creating the JobSet's pods under a ResourceQuota and comparing what the apiserver charged")
+	names := measurableNames(view.Total)
+	createQuota(ctx, ns, "measure", names)
+	var rejected []string
+	for i := range js.Spec.ReplicatedJobs {
+		rj, rv := &js.Spec.ReplicatedJobs[i], view.ReplicatedJobs[i]
+		before := quotaUsed(ctx, ns, "measure")
+		if err := createPods(ctx, ns, jobName, rj, rv.Pods, false); err != nil {
+			Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "unexpected error: %v", err)
+			Expect(hasProblemFor(view, rj.Name)).To(BeTrue(),
+				"the apiserver rejects the pods of %s but the JobView reports no problem for them: %v", rj.Name, err)
+			rejected = append(rejected, rj.Name)
+			continue
+		}
+		Expect(hasProblemFor(view, rj.Name)).To(BeFalse(),
+			"the JobView reports problems %v for %s but the apiserver admits its pods", view.Problems, rj.Name)
+		if rv.Pods > 0 { // the PriorityClass the apiserver gave an admitted pod
+			admittedPod := &corev1.Pod{}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-%s-0", jobName, rj.Name)}, admittedPod)).To(Succeed())
+			Expect(rv.PriorityClassName).To(Equal(admittedPod.Spec.PriorityClassName), "PriorityClass of replicated job %s (JobView vs apiserver)", rj.Name)
+			Expect(rv.ServiceAccountName).To(Equal(admittedPod.Spec.ServiceAccountName), "ServiceAccount of replicated job %s (JobView vs apiserver)", rj.Name)
+			Expect(render.AdmittedTolerations(&rv.PodTemplate.Spec, runtimeClassTolerations(in.RuntimeClasses, rv.PodTemplate.Spec.RuntimeClassName))).To(
+				ConsistOf(admittedPod.Spec.Tolerations), "tolerations of replicated job %s (AdmittedTolerations vs apiserver)", rj.Name)
+		}
+		charged := sub(quotaUsed(ctx, ns, "measure"), before)
+		Expect(milli(scaled(rv.PerPod, rv.Pods), names)).To(Equal(milli(charged, names)),
+			"charge of replicated job %s (JobView vs apiserver, milli-units)", rj.Name)
+	}
+	anyRejected := len(rejected) > 0
+	if !p.random {
+		Expect(anyRejected).To(Equal(p.wantProblems), "rejected replicated jobs: %v; problems: %v", rejected, view.Problems)
+	}
+	tallyCase(p, rejected)
+	if len(rejected) == 0 {
+		Expect(milli(view.Total.QuotaUsage(), names)).To(Equal(milli(quotaUsed(ctx, ns, "measure"), names)), "total charge")
+	}
+
+	By("checking the quota rule that every container declares cpu and memory")
+	expectMissingRejected(ctx, ns, js, view)
+}
+
+// runtimeClassTolerations are the scheduling tolerations of the RuntimeClass
+// name (nil: none) among classes.
+func runtimeClassTolerations(classes []nodev1.RuntimeClass, name *string) []corev1.Toleration {
+	if name == nil {
+		return nil
+	}
+	i := slices.IndexFunc(classes, func(rc nodev1.RuntimeClass) bool { return rc.Name == *name })
+	if i < 0 || classes[i].Scheduling == nil {
+		return nil
+	}
+	return classes[i].Scheduling.Tolerations
+}
 
 func runtimeSpec(obj client.Object) *trainer.TrainingRuntimeSpec {
 	switch rt := obj.(type) {

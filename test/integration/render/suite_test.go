@@ -2,7 +2,8 @@
 // own controllers run in this process against a real kube-apiserver, turn a corpus
 // of TrainJob/runtime pairs into JobSets, and the suite checks that the JobView
 // mpiguard renders offline says exactly what the Trainer built and what the
-// apiserver charges for its pods.
+// apiserver charges for its pods, and which pods the apiserver's default
+// admission chain refuses: hand-written cases and random ones (random_test.go).
 package render
 
 import (
@@ -31,6 +32,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	env = framework.StartSuite(context.Background(), framework.Options{
 		Name:  "render",
 		Setup: framework.TrainerController,
+		// The admission chain of a cluster's apiserver: the pods are judged
+		// and charged by every plugin that acts on them (ServiceAccount
+		// included, with the controller that makes each namespace's
+		// "default" ServiceAccount).
+		DefaultAdmissionChain: true,
 	})
 	// This suite compares the renderer with the Trainer alone: mpiguard's own
 	// admission (tested in test/integration/admission) would mutate or deny parts of
