@@ -7,11 +7,14 @@
 // once as a process of its own, in turn, so that both see the same machine;
 // the table has the medians of -rounds rounds of wall time, CPU time (user +
 // system: steadier than wall on a busy machine) and peak RSS (the kernel's
-// rusage), and mpiguard's ratios to gator. The one-job rows are the start-up
-// cost: one TrainJob with the same cluster.
+// rusage), and the ratios to gator. The one-job rows are the start-up
+// cost: one TrainJob with the same cluster. mpiguard is measured twice: the
+// check-only build (-tags checkonly, bin/mpiguard-check) and the full
+// binary; the floor rows are ./floor, OPA and one Rego rule over the same
+// documents.
 //
 //	make bench-peers
-//	go run ./test/load/peers -gator /path/to/gator [-rounds 5] [-keep DIR] [-mpiguard BINARY]
+//	go run ./test/load/peers -gator /path/to/gator [-rounds 5] [-keep DIR] [-mpiguard BINARY] [-mpiguard-check BINARY]
 //
 // It is a small program of its own, not a Go benchmark, for the memory
 // numbers: a child's peak RSS as Linux reports it is at least its parent's
