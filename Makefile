@@ -144,8 +144,9 @@ verify: generate manifests ## Regenerate everything and fail if the tree changed
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/mpiguard.
+build: ## Build bin/mpiguard (every subcommand) and bin/mpiguard-check (the check subcommand only: smaller, starts faster).
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/mpiguard ./cmd/mpiguard
+	CGO_ENABLED=0 $(GO) build -trimpath -tags checkonly -o $(BIN)/mpiguard-check ./cmd/mpiguard
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -229,6 +230,7 @@ test-rego: ## Rego unit tests (OPA's tester) over policies/.
 .PHONY: test-unit
 test-unit: hydra mpi promtool ## Go unit tests (no apiserver).
 	MPIGUARD_PROMTOOL=$(PROMTOOL) MPIGUARD_REQUIRE_HYDRA=1 MPIGUARD_REQUIRE_REAL_MPI=1 $(GO) test -count=1 $(UNIT_PKGS)
+	$(GO) test -count=1 -tags checkonly ./cmd/mpiguard
 
 .PHONY: promtool
 promtool: ## Build Prometheus' promtool (PROMTOOL_VERSION) from the Go module proxy into the cache, for the alert rules' tests.
@@ -315,7 +317,7 @@ gator: ## Build Gatekeeper's gator (GATOR_VERSION) from the Go module proxy into
 	@bash test/gator/build.sh >/dev/null
 
 .PHONY: bench-peers
-bench-peers: gator ## mpiguard check vs gator test on the same generated 1,000-TrainJob corpus: wall, CPU and peak RSS, medians of PEERS_ROUNDS (5) alternating rounds.
+bench-peers: gator ## mpiguard check (check-only and full builds) vs gator test and an OPA floor on the same generated 1,000-TrainJob corpus: wall, CPU and peak RSS, medians of PEERS_ROUNDS (5) alternating rounds.
 	$(GO) run ./test/load/peers -gator $$(bash test/gator/build.sh) -rounds $(or $(PEERS_ROUNDS),5)
 
 .PHONY: bench-networkpolicies

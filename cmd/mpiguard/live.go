@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 	"github.com/mpiguard/mpiguard/internal/audit"
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
@@ -42,7 +42,7 @@ func (l liveFlags) connect() (client.Client, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the kubeconfig's namespace: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", fmt.Errorf("connecting to the cluster: %w", err)
 	}

@@ -1,5 +1,11 @@
 // Command mpiguard is the admission and policy webhook suite and runtime template
 // manager for MPI TrainJobs (Kubeflow Trainer v2). One binary, several subcommands.
+//
+// Built with -tags checkonly (make build's bin/mpiguard-check) it has the
+// check subcommand only, the same code: every other subcommand's file is
+// marked //go:build !checkonly, so the manager, webhooks and controllers are
+// not linked and a check starts with fewer pages and less initialisation
+// (TestCheckOnlyBuildLinksNoServer).
 package main
 
 import (

@@ -30,14 +30,6 @@ func TestPoliciesAddAPolicy(t *testing.T) {
 			t.Errorf("output does not contain %q:\n%s", want, out.String())
 		}
 	}
-
-	out.Reset()
-	if err := runPolicyTest(context.Background(), examplePolicies, false, &out); err != nil {
-		t.Fatalf("policy test %s: %v\n%s", examplePolicies, err, out.String())
-	}
-	if got, want := out.String(), "2 Rego tests, 2 samples, 0 failed\n"; got != want {
-		t.Errorf("policy test %s printed %q, want %q", examplePolicies, got, want)
-	}
 }
 
 // A module in the package of an embedded policy replaces that policy alone,

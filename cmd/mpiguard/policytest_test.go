@@ -1,3 +1,5 @@
+//go:build !checkonly
+
 package main
 
 import (
@@ -50,5 +52,17 @@ func TestPolicyTest(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output does not contain %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// The example of docs/policies.md "Writing a policy" passes its own tests
+// (TestPoliciesAddAPolicy checks it with check).
+func TestPolicyTestOfTheExample(t *testing.T) {
+	var out bytes.Buffer
+	if err := runPolicyTest(context.Background(), examplePolicies, false, &out); err != nil {
+		t.Fatalf("policy test %s: %v\n%s", examplePolicies, err, out.String())
+	}
+	if got, want := out.String(), "2 Rego tests, 2 samples, 0 failed\n"; got != want {
+		t.Errorf("policy test %s printed %q, want %q", examplePolicies, got, want)
 	}
 }

@@ -7,11 +7,14 @@
 // once as a process of its own, in turn, so that both see the same machine;
 // the table has the medians of -rounds rounds of wall time, CPU time (user +
 // system: steadier than wall on a busy machine) and peak RSS (the kernel's
-// rusage), and mpiguard's ratios to gator. The one-job rows are the start-up
-// cost: one TrainJob with the same cluster.
+// rusage), and the ratios to gator. The one-job rows are the start-up
+// cost: one TrainJob with the same cluster. mpiguard is measured twice: the
+// check-only build (-tags checkonly, bin/mpiguard-check) and the full
+// binary; the floor rows are ./floor, OPA and one Rego rule over the same
+// documents.
 //
 //	make bench-peers
-//	go run ./test/load/peers -gator /path/to/gator [-rounds 5] [-keep DIR] [-mpiguard BINARY]
+//	go run ./test/load/peers -gator /path/to/gator [-rounds 5] [-keep DIR] [-mpiguard BINARY] [-mpiguard-check BINARY]
 //
 // It is a small program of its own, not a Go benchmark, for the memory
 // numbers: a child's peak RSS as Linux reports it is at least its parent's
@@ -49,7 +52,8 @@ func run() error {
 	gator := flag.String("gator", "", "the gator binary (required)")
 	rounds := flag.Int("rounds", 5, "rounds of every command, alternating")
 	keep := flag.String("keep", "", "write the corpus into DIR/corpus and DIR/one and keep it (to profile by hand)")
-	prebuilt := flag.String("mpiguard", "", "an mpiguard binary to measure (an earlier commit's) instead of building this tree's")
+	prebuilt := flag.String("mpiguard", "", "a full mpiguard binary to measure (an earlier commit's) instead of building this tree's")
+	prebuiltCheck := flag.String("mpiguard-check", "", "a check-only mpiguard binary (-tags checkonly) to measure instead of building this tree's; with -mpiguard and without it, the -mpiguard binary is measured in both rows")
 	flag.Parse()
 	if *gator == "" || *rounds < 1 {
 		return errors.New("-gator is required, -rounds must be at least 1")
@@ -76,10 +80,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	mpiguard := *prebuilt
-	if mpiguard == "" {
-		mpiguard = filepath.Join(tmp, "mpiguard")
-		build := exec.Command("go", "build", "-trimpath", "-o", mpiguard, "./cmd/mpiguard")
+	// The check-only build (-tags checkonly, bin/mpiguard-check) is what
+	// the docs give for check; the full binary is measured beside it.
+	mpiguard, full := cmp.Or(*prebuiltCheck, *prebuilt), *prebuilt
+	for _, b := range []struct {
+		bin  *string
+		tags string
+	}{{&mpiguard, "checkonly"}, {&full, ""}} {
+		if *b.bin != "" {
+			continue
+		}
+		*b.bin = filepath.Join(tmp, "mpiguard-"+cmp.Or(b.tags, "full"))
+		build := exec.Command("go", "build", "-trimpath", "-tags", b.tags, "-o", *b.bin, "./cmd/mpiguard")
 		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("building mpiguard: %v\n%s", err, out)
@@ -94,13 +106,25 @@ func run() error {
 		noQuota = append(noQuota, "-f", filepath.Join(pack, f+".yaml"))
 	}
 	jobs := load.CheckCorpusJobs
+	floor := filepath.Join(tmp, "floor")
+	build := exec.Command("go", "build", "-o", floor, "./test/load/peers/floor")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the floor: %v\n%s", err, out)
+	}
+	// Each mpiguard row is compared with the gator row ref names; the floor
+	// rows with gator on the same input.
 	commands := []command{
-		{name: "mpiguard check, 1,000 jobs", jobs: jobs, args: []string{mpiguard, "check", "-f", corpus, "-o", "json"}},
-		{name: "gator test, 1,000 jobs", jobs: jobs, args: []string{*gator, "test", "-f", corpus, "-f", pack, "-o", "json"}},
-		{name: "mpiguard check, 1 job", jobs: 1, args: []string{mpiguard, "check", "-f", one, "-o", "json"}},
-		{name: "gator test, 1 job", jobs: 1, args: []string{*gator, "test", "-f", one, "-f", pack, "-o", "json"}},
-		{name: "mpiguard check, 1,000 jobs", jobs: jobs, args: []string{mpiguard, "check", "-f", corpus, "-o", "json"}},
-		{name: "gator test without the quota template, 1,000 jobs", jobs: jobs, args: noQuota},
+		{name: "mpiguard check, 1,000 jobs", jobs: jobs, ref: 1, args: []string{mpiguard, "check", "-f", corpus, "-o", "json"}},
+		{name: "gator test, 1,000 jobs", jobs: jobs, ref: -1, args: []string{*gator, "test", "-f", corpus, "-f", pack, "-o", "json"}},
+		{name: "mpiguard check, 1 job", jobs: 1, ref: 3, args: []string{mpiguard, "check", "-f", one, "-o", "json"}},
+		{name: "gator test, 1 job", jobs: 1, ref: -1, args: []string{*gator, "test", "-f", one, "-f", pack, "-o", "json"}},
+		{name: "mpiguard check, 1,000 jobs", jobs: jobs, ref: 5, args: []string{mpiguard, "check", "-f", corpus, "-o", "json"}},
+		{name: "gator test without the quota template, 1,000 jobs", jobs: jobs, ref: -1, args: noQuota},
+		{name: "mpiguard check (full binary), 1,000 jobs", jobs: jobs, ref: 1, args: []string{full, "check", "-f", corpus, "-o", "json"}},
+		{name: "mpiguard check (full binary), 1 job", jobs: 1, ref: 3, args: []string{full, "check", "-f", one, "-o", "json"}},
+		{name: "floor (OPA, one policy), 1 job", jobs: 1, ref: 3, args: []string{floor, "-f", one}},
+		{name: "floor (OPA, one policy), 1,000 jobs", jobs: jobs, ref: 1, args: []string{floor, "-f", corpus}},
 	}
 	for range *rounds {
 		for i := range commands {
@@ -111,13 +135,15 @@ func run() error {
 	}
 	fmt.Printf("mpiguard check vs gator test, medians of %d alternating rounds (%s):\n\n", *rounds, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Printf("| command | wall | CPU | peak RSS | wall / gator | CPU / gator | RSS / gator |\n|---|---|---|---|---|---|---|\n")
-	for i := 0; i < len(commands); i += 2 {
-		m, g := commands[i], commands[i+1]
-		fmt.Printf("| %s | %.3f s | %.3f s | %.0f MiB | %.2f× | %.2f× | %.2f× |\n", m.name,
-			median(m.wall).Seconds(), median(m.cpu).Seconds(), float64(median(m.rss))/1024,
-			median(m.wall).Seconds()/median(g.wall).Seconds(), median(m.cpu).Seconds()/median(g.cpu).Seconds(),
-			float64(median(m.rss))/float64(median(g.rss)))
-		fmt.Printf("| %s | %.3f s | %.3f s | %.0f MiB | | | |\n", g.name, median(g.wall).Seconds(), median(g.cpu).Seconds(), float64(median(g.rss))/1024)
+	for _, c := range commands {
+		fmt.Printf("| %s | %.3f s | %.3f s | %.0f MiB |", c.name, median(c.wall).Seconds(), median(c.cpu).Seconds(), float64(median(c.rss))/1024)
+		if c.ref < 0 {
+			fmt.Printf(" | | |\n")
+			continue
+		}
+		g := commands[c.ref]
+		fmt.Printf(" %.2f× | %.2f× | %.2f× |\n", median(c.wall).Seconds()/median(g.wall).Seconds(),
+			median(c.cpu).Seconds()/median(g.cpu).Seconds(), float64(median(c.rss))/float64(median(g.rss)))
 	}
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -135,6 +161,7 @@ func run() error {
 type command struct {
 	name string
 	jobs int
+	ref  int // the index of the command it is compared with, -1 for none
 	args []string
 	wall []time.Duration
 	cpu  []time.Duration // user + system
@@ -156,13 +183,24 @@ func (c *command) run() error {
 	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
 		return fmt.Errorf("%s: %v\n%s", strings.Join(c.args, " "), err, stderr.String())
 	}
-	var results []json.RawMessage // not decoded: this program's memory stays small
+	// Only the name of each result is decoded (this program's memory stays
+	// small): mpiguard also judges the corpus's runtimes as the
+	// runtime-template webhook would, and a job's result names its TrainJob.
+	var results []struct {
+		TrainJob string `json:"trainJob"`
+	}
 	if err := json.Unmarshal(stdout.Bytes(), &results); err != nil {
 		return fmt.Errorf("%s: output is not a JSON list: %v\n%s", c.name, err, stderr.String())
 	}
-	mpiguard := strings.HasPrefix(c.name, "mpiguard")
-	if mpiguard && len(results) != c.jobs || !mpiguard && c.jobs > 1 && len(results) == 0 {
-		return fmt.Errorf("%s: %d results for %d jobs", c.name, len(results), c.jobs)
+	judged := 0
+	for _, r := range results {
+		if r.TrainJob != "" {
+			judged++
+		}
+	}
+	gator := strings.HasPrefix(c.name, "gator")
+	if !gator && judged != c.jobs || gator && c.jobs > 1 && len(results) == 0 {
+		return fmt.Errorf("%s: %d TrainJobs judged of %d", c.name, judged, c.jobs)
 	}
 	c.wall = append(c.wall, wall)
 	c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
