@@ -51,6 +51,9 @@ func Explain(ctx context.Context, c client.Reader, mpiguardNS string, key client
 	fmt.Fprintf(w, "Admission:\t%s\n", admission(ctx, c, &job))
 	fmt.Fprintf(w, "Reservation:\t%s\n", reservation(ctx, c, mpiguardNS, &job, o))
 	fmt.Fprintf(w, "Phase:\t%s\n", o.Phase())
+	if d := o.DeadlineState(time.Now()); d != "" {
+		fmt.Fprintf(w, "Deadline:\t%s\n", d)
+	}
 	_ = w.Flush()
 
 	fmt.Fprintln(out, "Pods:")

@@ -107,7 +107,8 @@ func (r *Reconciler) uncount(f *followed) {
 }
 
 // admitted is when the job could start: its resume (the Trainer's Suspended
-// condition turned False), else its creation.
+// condition turned False), else its creation. The Trainer counts the job's
+// spec.activeDeadlineSeconds from the same moment.
 func admitted(job *trainer.TrainJob) time.Time {
 	if c := meta.FindStatusCondition(job.Status.Conditions, trainer.TrainJobSuspended); c != nil && c.Status == metav1.ConditionFalse {
 		return c.LastTransitionTime.Time
