@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -86,6 +87,9 @@ type Reconciler struct {
 	// started: a job that finished before it is not told about (its
 	// failures were told by the leader of then, or by nobody).
 	started time.Time
+	// gpus accounts the GPU-seconds of the jobs' pods while this process
+	// leads.
+	gpus *gpuLedger
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*followed
@@ -120,7 +124,17 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts.Interval = DefaultOptions().Interval
 	}
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), events: newEventWriter(mgr.GetClient()),
-		opts: opts, now: time.Now, started: time.Now(), jobs: map[types.NamespacedName]*followed{}}
+		opts: opts, now: time.Now, started: time.Now(), gpus: newGPULedger(time.Now), jobs: map[types.NamespacedName]*followed{}}
+	// On the elected leader, as the controller: its GPU-seconds window opens
+	// when it is elected and closes when it stops leading.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.gpus.lead(time.Now())
+		<-ctx.Done()
+		r.gpus.stop(time.Now())
+		return nil
+	})); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("follow").
 		// Every change of a TrainJob: its suspension, its Complete and Failed

@@ -70,7 +70,7 @@ func unschedulablePod(p *corev1.Pod) {
 
 func follower(c client.Client, now *time.Time) *Reconciler {
 	return &Reconciler{client: c, apiReader: c, events: eventWriter{client: c, instance: "test"}, opts: DefaultOptions(),
-		now: func() time.Time { return *now }, started: t0.Add(-time.Hour), jobs: map[types.NamespacedName]*followed{}}
+		now: func() time.Time { return *now }, started: t0.Add(-time.Hour), gpus: newGPULedger(func() time.Time { return *now }), jobs: map[types.NamespacedName]*followed{}}
 }
 
 func followerEvents(t *testing.T, c client.Client, reason string) []eventsv1.Event {
