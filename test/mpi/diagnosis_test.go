@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/internal/diagnosis"
@@ -52,18 +51,7 @@ func TestClosedWorkerSSHPortNamedBySSH(t *testing.T) {
 	if rt == nil {
 		t.Fatal("no curated runtime mpiguard-openmpi")
 	}
-	job := &trainer.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: jobName, UID: "0a1b2c3d"},
-		Spec: trainer.TrainJobSpec{
-			RuntimeRef: trainer.RuntimeRef{Name: rt.Name},
-			Trainer: &trainer.Trainer{
-				NumNodes:       ptr.To[int32](numNodes),
-				NumProcPerNode: ptr.To[int32](slotsPerWorker),
-				Args:           []string{"sh", "-c", rankProgram},
-			},
-		},
-	}
-	r := renderWithTrainer(t, rt, job)
+	r := renderWithTrainer(t, rt, rankJob(rt))
 	closed := jobName + "-" + constants.Node + "-0-1"
 	found := false
 	for i := range r.pods {
