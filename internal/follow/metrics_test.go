@@ -230,7 +230,7 @@ func TestGPUSecondsAcrossALeaderChange(t *testing.T) {
 		oldPods = old.track(lb, at(now), oldPods, now)
 	}
 	now = stopAt
-	oldPods = old.track(lb, at(now), oldPods, now)
+	old.track(lb, at(now), oldPods, now)
 	old.stop(now)
 	for now = startAt; !now.After(h(4)); now = now.Add(3 * time.Minute) {
 		nextPods = next.track(lb, at(now), nextPods, now)
