@@ -39,8 +39,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	})
 }, NodeTimeout(framework.SuiteStartTimeout))
 
-// One ordered container, since the failover spec stops a replica for good and
-// must run last; ContinueOnFailure keeps a failed spec from skipping the rest.
+// One ordered container, since the failover and GPU-seconds specs stop
+// replicas for good and must run last; ContinueOnFailure keeps a failed spec from skipping the rest.
 var _ = Describe("two mpiguard replicas behind one webhook endpoint", Ordered, ContinueOnFailure, func() {
 	topologySpecs()
 	faultSpecs()
@@ -50,4 +50,5 @@ var _ = Describe("two mpiguard replicas behind one webhook endpoint", Ordered, C
 	outageSpecs()
 	rolloutSpecs()
 	failoverSpecs()
+	gpuSecondsSpecs()
 })
