@@ -18,7 +18,8 @@ import (
 )
 
 // gpuSecondsSpecs run after failoverSpecs: they stop the last original
-// replica, so a replica that stood by all along takes the lease.
+// replica, so a replica that stood by all along takes the lease, then
+// restart the suite's replicas.
 func gpuSecondsSpecs() {
 	It("counts a job's GPU-seconds across a leader change once: summed over the replicas, never more than the pods ran", func(ctx context.Context) {
 		var leader *framework.Replica
@@ -32,7 +33,12 @@ func gpuSecondsSpecs() {
 		// handover (a process started long before it leads).
 		standby, err := env.StartExtraReplica(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(standby.Stop()).To(Succeed()) })
+		// Afterwards the suite's replicas serve again (the webhook proxy
+		// sends only to them), for the specs that run after this one.
+		DeferCleanup(func(ctx context.Context) {
+			Expect(standby.Stop()).To(Succeed())
+			Expect(env.RestartManagers(ctx, components)).To(Succeed())
+		})
 		Expect(standby.IsLeader()).To(BeFalse())
 
 		// Its pods, as the JobSet and a kubelet would make and run them

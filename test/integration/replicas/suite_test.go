@@ -26,8 +26,11 @@ func TestReplicas(t *testing.T) {
 	RunSpecs(t, "Replicas")
 }
 
+// components are the replicas' settings, for a spec that restarts them.
+var components app.Options
+
 var _ = BeforeSuite(func(ctx context.Context) {
-	components := app.DefaultOptions()
+	components = app.DefaultOptions()
 	// A short grace, so a reservation whose TrainJob never appeared is
 	// released within a spec.
 	components.Policies.ReservationGrace = reservationGrace
