@@ -52,13 +52,14 @@ var anchors = map[string]string{
 	ReasonWorkerFailed:      "worker-failed",
 	ReasonEvicted:           "evicted",
 	ReasonDeadlineExceeded:  "deadline-exceeded",
+	ReasonDeadlineNear:      "deadline-near",
 	ReasonJobSetFailed:      "jobset-failed",
 }
 
 // Reasons lists every Event reason, for the docs test and metrics.
 func Reasons() []string {
 	return []string{ReasonUnschedulable, ReasonJobsNotCreated, ReasonGangWaiting, ReasonQueuedByKueue, ReasonImagePullFailed,
-		ReasonOOMKilled, ReasonLauncherSSHFailed, ReasonLauncherFailed, ReasonWorkerFailed, ReasonEvicted, ReasonDeadlineExceeded, ReasonJobSetFailed}
+		ReasonOOMKilled, ReasonLauncherSSHFailed, ReasonLauncherFailed, ReasonWorkerFailed, ReasonEvicted, ReasonDeadlineNear, ReasonDeadlineExceeded, ReasonJobSetFailed}
 }
 
 // Anchor is the reason's section of docs/troubleshooting.md
@@ -89,8 +90,9 @@ type Observation struct {
 	// JobSetFailed, TrainJobFailed and TrainJobComplete are those
 	// conditions when True.
 	JobSetFailed, TrainJobFailed, TrainJobComplete *metav1.Condition
-	// ActiveDeadlineSeconds is the TrainJob's (0: none).
-	ActiveDeadlineSeconds int64
+	// Deadline is the TrainJob's maximum duration and when it began to
+	// count (Max 0: none).
+	Deadline Deadline
 	// NetworkPolicyTemplate is the template of the job's mpiguard
 	// NetworkPolicy ("" when it has none).
 	NetworkPolicyTemplate string
@@ -253,8 +255,8 @@ func (o Observation) Failures() []Finding {
 	}
 	if c := o.TrainJobFailed; c != nil && c.Reason == ReasonDeadlineExceeded {
 		limit := "its spec.activeDeadlineSeconds"
-		if d := o.ActiveDeadlineSeconds; d > 0 {
-			limit += fmt.Sprintf(" (%s)", time.Duration(d)*time.Second)
+		if d := o.Deadline.Max; d > 0 {
+			limit += fmt.Sprintf(" (%s)", d)
 		}
 		out = append(out, finding("deadline/"+c.LastTransitionTime.UTC().Format(time.RFC3339), corev1.EventTypeWarning, ReasonDeadlineExceeded,
 			fmt.Sprintf("the TrainJob ran longer than %s and its pods were stopped: %s. mpiguard's max-duration policy sets the deadline when the job gives none; ask for a longer one within the namespace's limit, or checkpoint and resume", limit, c.Message)))

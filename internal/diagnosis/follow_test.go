@@ -231,7 +231,7 @@ func TestFailures(t *testing.T) {
 		},
 		"DeadlineExceeded": {
 			obs: func(o *Observation) {
-				o.ActiveDeadlineSeconds = 7200
+				o.Deadline.Max = 7200 * time.Second
 				o.TrainJobFailed = &metav1.Condition{Type: "Failed", Status: "True", Reason: "DeadlineExceeded", Message: "TrainJob exceeded its active deadline", LastTransitionTime: metav1.NewTime(t0)}
 			},
 			want: []Finding{{Key: "deadline/2026-01-01T00:00:00Z", Type: "Warning", Reason: ReasonDeadlineExceeded,

@@ -383,3 +383,14 @@ func (e *Engine) record(set *compiledSet, req *Request, d *Decision) {
 	}
 	_ = e.log.write(entry)
 }
+
+// Parameter is parameter name of policy in the serving set, as the policy
+// reads it (input.parameters[policy][name]): the value the parameters give,
+// else its schema's default. ok is false when the set has no such policy or
+// parameter. Controllers that act on a policy's parameters outside admission
+// (the follower's max-duration Warning) read them here, so a reload reaches
+// them as it reaches the policies.
+func (e *Engine) Parameter(policy, name string) (value any, ok bool) {
+	value, ok = e.current.Load().params[policy].(map[string]any)[name]
+	return value, ok
+}

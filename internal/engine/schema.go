@@ -121,3 +121,23 @@ func jsonObject(m map[string]any) (map[string]any, error) {
 	}
 	return out, err
 }
+
+// DefaultParameter is parameter name of an embedded policy at its schema's
+// default, for a process that runs no engine; ok is false when the policy
+// or the parameter does not exist or has no default.
+func DefaultParameter(policy, name string) (value any, ok bool) {
+	set, err := DefaultPolicySet()
+	if err != nil {
+		return nil, false
+	}
+	src, found := set.Schemas[policy]
+	if !found {
+		return nil, false
+	}
+	params, err := applySchema(policy, src, field.NewPath("policies", policy, "parameters"), nil)
+	if err != nil {
+		return nil, false
+	}
+	value, ok = params[name]
+	return value, ok
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,5 +143,38 @@ func TestParameterSchemaOnReload(t *testing.T) {
 	}
 	if got := denied(); len(got) != 0 {
 		t.Errorf("the last good set (maxNodes 8) no longer decides: %+v", got)
+	}
+}
+
+// The follower reads the max-duration policy's warnAtPercent from the
+// serving set, its default without parameters, and from the embedded schema
+// in a process without an engine.
+func TestParameterOfTheServingSet(t *testing.T) {
+	if v, ok := DefaultParameter("max-duration", "warnAtPercent"); !ok || fmt.Sprint(v) != "80" {
+		t.Errorf("DefaultParameter = %v, %v; want 80, true", v, ok)
+	}
+	if _, ok := DefaultParameter("max-duration", "noSuchParameter"); ok {
+		t.Error("DefaultParameter of an unknown parameter: ok")
+	}
+	set, err := DefaultPolicySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := e.Parameter("max-duration", "warnAtPercent"); !ok || fmt.Sprint(v) != "80" {
+		t.Errorf("Parameter = %v, %v; want 80, true", v, ok)
+	}
+	set, err = set.Overlay(nil, Parameters{Policies: map[string]PolicySettings{"max-duration": {Parameters: map[string]any{"warnAtPercent": 90}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Load(context.Background(), set); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := e.Parameter("max-duration", "warnAtPercent"); !ok || fmt.Sprint(v) != "90" {
+		t.Errorf("Parameter after a reload = %v, %v; want 90, true", v, ok)
 	}
 }

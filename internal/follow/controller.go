@@ -19,10 +19,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpiguard/mpiguard/internal/diagnosis"
+	"github.com/mpiguard/mpiguard/internal/engine"
 )
 
 // ControllerName names the controller in logs and as the Events' reporter.
@@ -35,6 +37,11 @@ type Options struct {
 	// Interval is the least time between two Events that say the same
 	// waiting state of a job; a new state is told at once.
 	Interval time.Duration
+	// Parameter reads a policy parameter of the serving policy set
+	// (engine.Engine.Parameter): the max-duration policy's warnAtPercent
+	// says when a job is warned that its deadline nears. nil: the embedded
+	// policy's default.
+	Parameter func(policy, name string) (any, bool)
 }
 
 // DefaultOptions runs the follower, telling a waiting state every 30 s.
@@ -80,6 +87,9 @@ type Reconciler struct {
 	// started: a job that finished before it is not told about (its
 	// failures were told by the leader of then, or by nobody).
 	started time.Time
+	// gpus accounts the GPU-seconds of the jobs' pods while this process
+	// leads.
+	gpus *gpuLedger
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*followed
@@ -114,7 +124,17 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts.Interval = DefaultOptions().Interval
 	}
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), events: newEventWriter(mgr.GetClient()),
-		opts: opts, now: time.Now, started: time.Now(), jobs: map[types.NamespacedName]*followed{}}
+		opts: opts, now: time.Now, started: time.Now(), gpus: newGPULedger(time.Now), jobs: map[types.NamespacedName]*followed{}}
+	// On the elected leader, as the controller: its GPU-seconds window opens
+	// when it is elected and closes when it stops leading.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.gpus.lead(time.Now())
+		<-ctx.Done()
+		r.gpus.stop(time.Now())
+		return nil
+	})); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("follow").
 		// Every change of a TrainJob: its suspension, its Complete and Failed
@@ -163,11 +183,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	phase := o.Phase()
 	r.count(&job, f, &o, phase, false)
 
-	if failures := o.Failures(); len(failures) > 0 {
-		if err := r.seed(ctx, &job, f); err != nil {
+	// Failures, and the Warning that the deadline nears, are told once per
+	// job (across leader changes: seed reads what the job's Events say).
+	findings := o.Failures()
+	near, nearDue := o.DeadlineNear(r.now(), r.warnAtPercent())
+	if near != nil {
+		findings = append(findings, *near)
+	}
+	if len(findings) > 0 {
+		if err := r.seed(ctx, &job, f, findings); err != nil {
 			return ctrl.Result{}, err
 		}
-		for _, fd := range failures {
+		for _, fd := range findings {
 			if !r.markTold(f, fd.Key) {
 				continue
 			}
@@ -177,11 +204,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
+	// Come back when the deadline Warning becomes due.
+	var res ctrl.Result
+	if !nearDue.IsZero() {
+		res.RequeueAfter = max(nearDue.Sub(r.now()), time.Second)
+	}
 	switch phase {
 	case diagnosis.PhaseWaiting:
 		w := o.Waiting()
 		if w == nil {
-			return ctrl.Result{RequeueAfter: r.opts.Interval}, nil
+			return sooner(res, r.opts.Interval), nil
 		}
 		now := r.now()
 		r.mu.Lock()
@@ -195,13 +227,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			wait = r.opts.Interval
 		}
-		return ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
+		return sooner(res, max(wait, time.Second)), nil
 	default:
 		r.mu.Lock()
 		f.waitingKey, f.waiting = "", told{}
 		r.mu.Unlock()
 	}
-	return ctrl.Result{}, nil
+	return res, nil
+}
+
+// sooner is res, requeued after d unless it already is sooner.
+func sooner(res ctrl.Result, d time.Duration) ctrl.Result {
+	if res.RequeueAfter == 0 || d < res.RequeueAfter {
+		res.RequeueAfter = d
+	}
+	return res
+}
+
+// defaultWarnAtPercent is the embedded max-duration policy's default
+// warnAtPercent, read once.
+var defaultWarnAtPercent = sync.OnceValues(func() (any, bool) {
+	return engine.DefaultParameter("max-duration", "warnAtPercent")
+})
+
+// warnAtPercent is the max-duration policy's warnAtPercent now (0: the
+// Warning is off, also when the parameter cannot be read).
+func (r *Reconciler) warnAtPercent() float64 {
+	v, ok := defaultWarnAtPercent()
+	if r.opts.Parameter != nil {
+		v, ok = r.opts.Parameter("max-duration", "warnAtPercent")
+	}
+	if !ok {
+		return 0
+	}
+	switch n := v.(type) {
+	case float64:
+		return n
+	case int64:
+		return float64(n)
+	case int:
+		return float64(n)
+	}
+	return 0
 }
 
 // tellWaiting says the job's waiting state: the same note as last time is
@@ -280,10 +347,12 @@ func (r *Reconciler) markTold(f *followed, key string) bool {
 	return true
 }
 
-// seed learns, once per job and process, which failures the TrainJob's
-// Events already tell (a previous leader told them): the same failure gives
-// the same note, so it is not told twice across a leader change.
-func (r *Reconciler) seed(ctx context.Context, job *trainer.TrainJob, f *followed) error {
+// seed learns, once per job and process, which of findings the TrainJob's
+// Events already tell (a previous leader told them): the same finding gives
+// the same note, so it is not told twice across a leader change. A finding
+// that appears later was not told by anyone before this process, since the
+// process leads (only the leader follows).
+func (r *Reconciler) seed(ctx context.Context, job *trainer.TrainJob, f *followed, findings []diagnosis.Finding) error {
 	r.mu.Lock()
 	seeded := f.seeded
 	r.mu.Unlock()
@@ -298,13 +367,9 @@ func (r *Reconciler) seed(ctx context.Context, job *trainer.TrainJob, f *followe
 	for _, e := range list.Items {
 		notes[e.Message] = true
 	}
-	o, err := Observe(ctx, Readers{Cached: r.client, Live: r.apiReader}, job)
-	if err != nil {
-		return err
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, fd := range o.Failures() {
+	for _, fd := range findings {
 		if notes[note(fd.Message)] {
 			f.told[fd.Key] = true
 		}

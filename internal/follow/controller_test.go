@@ -70,7 +70,7 @@ func unschedulablePod(p *corev1.Pod) {
 
 func follower(c client.Client, now *time.Time) *Reconciler {
 	return &Reconciler{client: c, apiReader: c, events: eventWriter{client: c, instance: "test"}, opts: DefaultOptions(),
-		now: func() time.Time { return *now }, started: t0.Add(-time.Hour), jobs: map[types.NamespacedName]*followed{}}
+		now: func() time.Time { return *now }, started: t0.Add(-time.Hour), gpus: newGPULedger(func() time.Time { return *now }), jobs: map[types.NamespacedName]*followed{}}
 }
 
 func followerEvents(t *testing.T, c client.Client, reason string) []eventsv1.Event {
@@ -191,5 +191,55 @@ func TestEachFailureItsOwnEvent(t *testing.T) {
 	}
 	if n := len(followerEvents(t, c, diagnosis.ReasonOOMKilled)); n != 2 {
 		t.Errorf("%d OOMKilled Events for 2 Workers, want 2", n)
+	}
+}
+
+// TestDeadlineNearToldOnce: the follower comes back when 80% of the job's
+// deadline has passed, warns once, and a new leader that finds the Event
+// does not warn again.
+func TestDeadlineNearToldOnce(t *testing.T) {
+	ctx := context.Background()
+	c := cluster(t, rolePod("launcher", 0), rolePod("node", 0), rolePod("node", 1))
+	var job trainer.TrainJob
+	if err := c.Get(ctx, request.NamespacedName, &job); err != nil {
+		t.Fatal(err)
+	}
+	job.Spec.ActiveDeadlineSeconds = 7200
+	if err := c.Update(ctx, &job); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(time.Hour)
+	r := follower(c, &now)
+	res, err := r.Reconcile(ctx, request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 36 * time.Minute; res.RequeueAfter != want {
+		t.Errorf("requeue after %s, want %s (when 80%% of 2h has passed)", res.RequeueAfter, want)
+	}
+	if n := len(followerEvents(t, c, diagnosis.ReasonDeadlineNear)); n != 0 {
+		t.Fatalf("%d DeadlineNear Events at 50%%, want 0", n)
+	}
+	now = now.Add(res.RequeueAfter)
+	for range 3 {
+		if _, err := r.Reconcile(ctx, request); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+	}
+	told := followerEvents(t, c, diagnosis.ReasonDeadlineNear)
+	if len(told) != 1 || told[0].Type != corev1.EventTypeWarning {
+		t.Fatalf("DeadlineNear Events %v, want one Warning", told)
+	}
+	mirror := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mirror-near"}, Type: corev1.EventTypeWarning,
+		InvolvedObject: corev1.ObjectReference{UID: "job-uid"}, Reason: told[0].Reason, Message: told[0].Note}
+	if err := c.Create(ctx, mirror); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := follower(c, &now).Reconcile(ctx, request); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(followerEvents(t, c, diagnosis.ReasonDeadlineNear)); n != 1 {
+		t.Errorf("%d DeadlineNear Events after a leader change, want 1", n)
 	}
 }

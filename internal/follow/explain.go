@@ -56,6 +56,9 @@ func Explain(ctx context.Context, c client.Reader, judge *pipeline.Pipeline, mpi
 	fmt.Fprintf(w, "Policies now:\t%s\n", Judged(ctx, c, judge, mpiguardNS, &job))
 	fmt.Fprintf(w, "Reservation:\t%s\n", reservation(ctx, c, mpiguardNS, &job, o))
 	fmt.Fprintf(w, "Phase:\t%s\n", o.Phase())
+	if d := o.DeadlineState(time.Now()); d != "" {
+		fmt.Fprintf(w, "Deadline:\t%s\n", d)
+	}
 	_ = w.Flush()
 
 	fmt.Fprintln(out, "Pods:")

@@ -36,11 +36,12 @@ var (
 	}, []string{"namespace", "runtime", "outcome", "reason"})
 )
 
-// gpus adds up the GPU-seconds of running pods at every scrape.
-var gpus = newGPULedger()
+// gpuSeconds serves mpiguard_job_gpu_seconds_total from the followers'
+// ledgers (one per process as shipped).
+var gpuSeconds = newGPUCollector()
 
 func init() {
-	metrics.Registry.MustRegister(timeToRunning, jobsByPhase, completions, gpus)
+	metrics.Registry.MustRegister(timeToRunning, jobsByPhase, completions, gpuSeconds)
 }
 
 // labels are a job's metric labels.
@@ -53,7 +54,8 @@ type jobMetrics struct {
 	phase diagnosis.Phase
 	// sawWaiting: this process saw it wait, so it may time its start.
 	sawWaiting, timed bool
-	// pods are its running pods in the GPU ledger.
+	// pods are its pods in the GPU ledger: true while it counts one running,
+	// false once it accounted the pod's end.
 	pods map[types.UID]bool
 }
 
@@ -91,7 +93,7 @@ func (r *Reconciler) count(job *trainer.TrainJob, f *followed, o *diagnosis.Obse
 		}
 	}
 	if o != nil {
-		m.pods = gpus.track(m.labels, o.Pods.All(), m.pods, now, r.started)
+		m.pods = r.gpus.track(m.labels, o.Pods.All(), m.pods, now)
 	}
 }
 
@@ -103,11 +105,12 @@ func (r *Reconciler) uncount(f *followed) {
 		jobsByPhase.WithLabelValues(m.labels.namespace, m.labels.runtime, string(m.phase)).Dec()
 		m.phase = ""
 	}
-	m.pods = gpus.track(m.labels, nil, m.pods, r.now(), r.started)
+	m.pods = r.gpus.track(m.labels, nil, m.pods, r.now())
 }
 
 // admitted is when the job could start: its resume (the Trainer's Suspended
-// condition turned False), else its creation.
+// condition turned False), else its creation. The Trainer counts the job's
+// spec.activeDeadlineSeconds from the same moment.
 func admitted(job *trainer.TrainJob) time.Time {
 	if c := meta.FindStatusCondition(job.Status.Conditions, trainer.TrainJobSuspended); c != nil && c.Status == metav1.ConditionFalse {
 		return c.LastTransitionTime.Time
@@ -137,15 +140,25 @@ func completionReason(o *diagnosis.Observation, outcome diagnosis.Phase) string 
 	return "Other"
 }
 
-// gpuLedger is mpiguard_job_gpu_seconds_total: the GPU-seconds of pods
-// that ran, plus, at each scrape, those of the pods running now (their GPU
-// requests times the time they ran, counted from this process's start at
-// the earliest, so a restart does not count a pod's past twice).
+// GPU-seconds across leader changes. Only the leader follows jobs, so only
+// it accounts GPU-seconds, and it accounts only time while it leads: a pod's
+// running interval, read from the pod itself (its containers' start and
+// finish times, so any leader can account it), clipped to [from, until):
+// from is when this process began to follow as leader (its first
+// reconcile, after it acquired the lease), until when it stopped (its
+// leader context ended; zero while it leads). Leases do not overlap, so
+// neither do the replicas' windows: sum(increase()) over the replicas' series
+// counts no interval twice. What runs between the old leader's last scrape
+// and the new leader's first reconcile is not counted (docs/operations.md,
+// "Metrics of the jobs"). A new process's counter starts at zero, which
+// Prometheus's increase() reads as a counter reset.
 type gpuLedger struct {
-	mu      sync.Mutex
+	mu          sync.Mutex
+	from, until time.Time
+	// done is the GPU-seconds of the pods whose end was accounted, running
+	// the pods counting now.
 	done    map[labels]float64
 	running map[types.UID]runningPod
-	desc    *prometheus.Desc
 	now     func() time.Time
 }
 
@@ -155,21 +168,41 @@ type runningPod struct {
 	since  time.Time
 }
 
-func newGPULedger() *gpuLedger {
-	return &gpuLedger{
-		done: map[labels]float64{}, running: map[types.UID]runningPod{}, now: time.Now,
-		desc: prometheus.NewDesc("mpiguard_job_gpu_seconds_total",
-			"GPU-seconds the Launcher and Worker pods of MPI TrainJobs consumed: each pod's GPU requests (resources named */gpu) times the time it ran.",
-			[]string{"namespace", "runtime"}, nil),
+func newGPULedger(now func() time.Time) *gpuLedger {
+	l := &gpuLedger{done: map[labels]float64{}, running: map[types.UID]runningPod{}, now: now}
+	gpuSeconds.add(l)
+	return l
+}
+
+// lead starts the ledger's window, once: the first call wins.
+func (l *gpuLedger) lead(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.from.IsZero() {
+		l.from = now
 	}
 }
 
-// track updates the ledger with a job's pods: a pod that runs starts
-// counting; one that stopped (or is gone) adds what it ran. It returns the
-// job's pods that now count.
-func (l *gpuLedger) track(lb labels, pods []corev1.Pod, was map[types.UID]bool, now, started time.Time) map[types.UID]bool {
+// stop ends the ledger's window: the process no longer leads, and counts
+// nothing after now.
+func (l *gpuLedger) stop(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.until.IsZero() {
+		l.until = now
+	}
+}
+
+// track updates the ledger with a job's pods: a pod that runs counts from
+// its start (not before the window); one that ended adds its interval
+// within the window once; one that is gone while counting adds until now.
+// was are the job's pods the ledger knew; it returns them now.
+func (l *gpuLedger) track(lb labels, pods []corev1.Pod, was map[types.UID]bool, now time.Time) map[types.UID]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.from.IsZero() {
+		l.from = now
+	}
 	is := map[types.UID]bool{}
 	for i := range pods {
 		p := &pods[i]
@@ -177,61 +210,163 @@ func (l *gpuLedger) track(lb labels, pods []corev1.Pod, was map[types.UID]bool, 
 		if n == 0 {
 			continue
 		}
+		if counting, known := was[p.UID]; known && !counting {
+			is[p.UID] = false // its end was accounted
+			continue
+		}
+		start, end, ended, ran := runInterval(p)
+		if !ran {
+			continue
+		}
 		rp, counting := l.running[p.UID]
-		switch {
-		case p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil:
+		if ended && end.IsZero() {
+			// Its end untold: when it was seen ended, or nothing for a
+			// pod this leader never saw run.
+			end = now
 			if !counting {
-				since := started
-				if p.Status.StartTime != nil && p.Status.StartTime.After(since) {
-					since = p.Status.StartTime.Time
-				}
-				l.running[p.UID] = runningPod{labels: lb, gpus: n, since: since}
+				end = start
+			}
+		}
+		switch {
+		case !ended:
+			if !counting {
+				l.running[p.UID] = runningPod{labels: lb, gpus: n, since: later(start, l.from)}
 			}
 			is[p.UID] = true
 		case counting:
-			end := now
-			if t := finished(p); !t.IsZero() && t.Before(now) {
-				end = t
-			}
-			l.close(p.UID, rp, end)
+			l.add(rp.labels, rp.gpus, rp.since, end)
+			delete(l.running, p.UID)
+			is[p.UID] = false
+		default:
+			l.add(lb, n, start, end)
+			is[p.UID] = false
 		}
 	}
-	for uid := range was {
-		if rp, ok := l.running[uid]; ok && !is[uid] {
-			l.close(uid, rp, now)
+	for uid, counting := range was {
+		if _, seen := is[uid]; seen || !counting {
+			continue
+		}
+		if rp, ok := l.running[uid]; ok {
+			l.add(rp.labels, rp.gpus, rp.since, now)
+			delete(l.running, uid)
 		}
 	}
 	return is
 }
 
-func (l *gpuLedger) close(uid types.UID, rp runningPod, end time.Time) {
-	if end.After(rp.since) {
-		l.done[rp.labels] += rp.gpus * end.Sub(rp.since).Seconds()
-	}
-	delete(l.running, uid)
+// add accounts gpus over [start, end) within the ledger's window.
+func (l *gpuLedger) add(lb labels, gpus float64, start, end time.Time) {
+	l.done[lb] += gpus * overlapSeconds(start, end, l.from, l.until)
 }
 
-// Describe implements prometheus.Collector.
-func (l *gpuLedger) Describe(ch chan<- *prometheus.Desc) { ch <- l.desc }
-
-// Collect implements prometheus.Collector.
-func (l *gpuLedger) Collect(ch chan<- prometheus.Metric) {
+// values are the ledger's GPU-seconds by labels at now.
+func (l *gpuLedger) values(total map[labels]float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	total := map[labels]float64{}
 	for lb, v := range l.done {
-		total[lb] = v
+		total[lb] += v
 	}
 	for _, rp := range l.running {
-		if now.After(rp.since) {
-			total[rp.labels] += rp.gpus * now.Sub(rp.since).Seconds()
-		} else {
-			total[rp.labels] += 0
+		total[rp.labels] += rp.gpus * overlapSeconds(rp.since, now, l.from, l.until)
+	}
+}
+
+// overlapSeconds is how long [start, end) lies within [from, until) (until
+// zero: unbounded), in seconds; 0 when they do not meet.
+func overlapSeconds(start, end, from, until time.Time) float64 {
+	start = later(start, from)
+	if !until.IsZero() && until.Before(end) {
+		end = until
+	}
+	if !end.After(start) {
+		return 0
+	}
+	return end.Sub(start).Seconds()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// runInterval is when the pod ran, from its own status: start is the
+// earliest start of its containers (current or last state; the pod's
+// startTime when they tell none); ended says the pod ended, end the latest
+// finish of its containers (zero when none tells it: a pod the kubelet
+// failed as a whole, evicted). ran is false for a pod that never ran
+// (pending, or refused).
+func runInterval(p *corev1.Pod) (start, end time.Time, ended, ran bool) {
+	for _, st := range p.Status.ContainerStatuses {
+		for _, s := range []corev1.ContainerState{st.State, st.LastTerminationState} {
+			var t metav1.Time
+			switch {
+			case s.Running != nil:
+				t = s.Running.StartedAt
+			case s.Terminated != nil:
+				t = s.Terminated.StartedAt
+			}
+			if !t.IsZero() && (start.IsZero() || t.Time.Before(start)) {
+				start = t.Time
+			}
 		}
 	}
+	switch p.Status.Phase {
+	case corev1.PodRunning:
+	case corev1.PodSucceeded, corev1.PodFailed:
+		ended, end = true, finished(p)
+	default:
+		return time.Time{}, time.Time{}, false, false
+	}
+	if start.IsZero() && p.Status.StartTime != nil {
+		start = p.Status.StartTime.Time
+	}
+	if start.IsZero() {
+		return time.Time{}, time.Time{}, false, false
+	}
+	if ended && !end.IsZero() && end.Before(start) {
+		end = start
+	}
+	return start, end, ended, true
+}
+
+// gpuCollector is mpiguard_job_gpu_seconds_total: the sum of its ledgers
+// (one per follower: one per process as shipped; the in-process replicas of
+// the integration suites each have their own).
+type gpuCollector struct {
+	mu      sync.Mutex
+	ledgers []*gpuLedger
+	desc    *prometheus.Desc
+}
+
+func newGPUCollector() *gpuCollector {
+	return &gpuCollector{desc: prometheus.NewDesc("mpiguard_job_gpu_seconds_total",
+		"GPU-seconds the Launcher and Worker pods of MPI TrainJobs consumed while this replica led: each pod's GPU requests (resources named */gpu) times the time it ran.",
+		[]string{"namespace", "runtime"}, nil)}
+}
+
+func (c *gpuCollector) add(l *gpuLedger) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ledgers = append(c.ledgers, l)
+}
+
+// Describe implements prometheus.Collector.
+func (c *gpuCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *gpuCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	ledgers := append([]*gpuLedger(nil), c.ledgers...)
+	c.mu.Unlock()
+	total := map[labels]float64{}
+	for _, l := range ledgers {
+		l.values(total)
+	}
 	for lb, v := range total {
-		ch <- prometheus.MustNewConstMetric(l.desc, prometheus.CounterValue, v, lb.namespace, lb.runtime)
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v, lb.namespace, lb.runtime)
 	}
 }
 

@@ -31,8 +31,7 @@ func gpuPod(uid string, gpus int64, phase corev1.PodPhase, started time.Time) co
 }
 
 func newTestReconciler(now *time.Time) *Reconciler {
-	gpus.now = func() time.Time { return *now }
-	return &Reconciler{now: func() time.Time { return *now }, started: t0, jobs: map[types.NamespacedName]*followed{}}
+	return &Reconciler{now: func() time.Time { return *now }, started: t0, gpus: newGPULedger(func() time.Time { return *now }), jobs: map[types.NamespacedName]*followed{}}
 }
 
 // TestJobMetrics follows one job through its phases: its phase series moves,
@@ -161,5 +160,118 @@ func TestSeriesCount(t *testing.T) {
 	perPair := 4 + 13 + 1 + 2
 	if limit := namespaces * 2 * perPair; total > limit {
 		t.Errorf("%d series, more than %d (%d per namespace and runtime)", total, limit, perPair)
+	}
+}
+
+// podRun is a pod with gpus GPUs whose container started at start and, if
+// end is not zero, finished at end.
+func podRun(uid string, gpus int64, start, end time.Time) corev1.Pod {
+	p := gpuPod(uid, gpus, corev1.PodRunning, start.Add(-10*time.Second))
+	st := corev1.ContainerStatus{Name: "node", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(start)}}}
+	if !end.IsZero() {
+		p.Status.Phase = corev1.PodSucceeded
+		st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{StartedAt: metav1.NewTime(start), FinishedAt: metav1.NewTime(end)}}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+	return p
+}
+
+// TestGPUSecondsAcrossALeaderChange: two followers (the old leader, stopped
+// when it loses its lease, and the new one, which starts following a lease
+// duration later) account the same pods. Summed, as sum(increase()) over
+// the replicas' series does, they count every interval once: the truth less
+// what ran between the old leader's stop and the new leader's start, never
+// more. Each pod's time comes from the pod's own container times, so the
+// new leader accounts a pod the old one saw start, and one that ended while
+// nobody led, without counting twice.
+func TestGPUSecondsAcrossALeaderChange(t *testing.T) {
+	lb := labels{"handover", "mpiguard-openmpi"}
+	h := func(d float64) time.Time { return t0.Add(time.Duration(d * float64(time.Hour))) }
+	stopAt := t0.Add(70 * time.Minute)      // the old leader stops leading
+	startAt := stopAt.Add(15 * time.Second) // the new leader's first reconcile
+	type pod struct {
+		uid        string
+		gpus       int64
+		start, end time.Time
+	}
+	pods := []pod{
+		{"a", 8, t0, h(3)},     // runs across the change
+		{"b", 4, h(1), h(2.5)}, // starts before it, ends after
+		{"c", 2, t0.Add(30 * time.Minute), stopAt.Add(5 * time.Second)}, // ends while nobody leads
+		{"d", 1, h(2), h(2.75)},    // only the new leader sees it
+		{"e", 16, h(0.25), h(0.5)}, // only the old leader sees it
+	}
+	// at says the pods as they stand at time now.
+	at := func(now time.Time) []corev1.Pod {
+		var out []corev1.Pod
+		for _, p := range pods {
+			switch {
+			case now.Before(p.start):
+			case now.Before(p.end):
+				out = append(out, podRun(p.uid, p.gpus, p.start, time.Time{}))
+			default:
+				out = append(out, podRun(p.uid, p.gpus, p.start, p.end))
+			}
+		}
+		return out
+	}
+	var truth, gap float64
+	for _, p := range pods {
+		truth += float64(p.gpus) * p.end.Sub(p.start).Seconds()
+		gap += float64(p.gpus) * overlapSeconds(p.start, p.end, stopAt, startAt)
+	}
+
+	now := h(-1)
+	clock := func() time.Time { return now }
+	old, next := newGPULedger(clock), newGPULedger(clock)
+	old.lead(now)
+	var oldPods, nextPods map[types.UID]bool
+	for now = h(-1); now.Before(stopAt); now = now.Add(4 * time.Minute) {
+		oldPods = old.track(lb, at(now), oldPods, now)
+	}
+	now = stopAt
+	old.track(lb, at(now), oldPods, now)
+	old.stop(now)
+	for now = startAt; !now.After(h(4)); now = now.Add(3 * time.Minute) {
+		nextPods = next.track(lb, at(now), nextPods, now)
+	}
+	total := map[labels]float64{}
+	old.values(total)
+	oldTotal := total[lb]
+	next.values(total)
+	if got, want := total[lb], truth-gap; got != want {
+		t.Errorf("GPU-seconds summed over both leaders = %v, want %v (the truth %v less %v while nobody led)", got, want, truth, gap)
+	}
+	if total[lb] > truth {
+		t.Errorf("GPU-seconds %v exceed the truth %v: an interval counted twice", total[lb], truth)
+	}
+	// The old leader's series no longer grows once it stopped leading.
+	now = h(5)
+	again := map[labels]float64{}
+	old.values(again)
+	if again[lb] != oldTotal {
+		t.Errorf("the old leader's GPU-seconds grew after it stopped leading: %v -> %v", oldTotal, again[lb])
+	}
+}
+
+func TestRunInterval(t *testing.T) {
+	running := podRun("r", 1, t0, time.Time{})
+	start, end, ended, ran := runInterval(&running)
+	if !ran || ended || !start.Equal(t0) || !end.IsZero() {
+		t.Errorf("running pod: %v %v %v %v", start, end, ended, ran)
+	}
+	done := podRun("d", 1, t0, t0.Add(time.Hour))
+	start, end, ended, ran = runInterval(&done)
+	if !ran || !ended || !start.Equal(t0) || !end.Equal(t0.Add(time.Hour)) {
+		t.Errorf("ended pod: %v %v %v %v", start, end, ended, ran)
+	}
+	pending := gpuPod("p", 1, corev1.PodPending, t0)
+	if _, _, _, ran := runInterval(&pending); ran {
+		t.Error("a pending pod ran")
+	}
+	restarted := podRun("x", 1, t0.Add(time.Hour), time.Time{})
+	restarted.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{StartedAt: metav1.NewTime(t0), FinishedAt: metav1.NewTime(t0.Add(59 * time.Minute))}
+	if start, _, _, _ := runInterval(&restarted); !start.Equal(t0) {
+		t.Errorf("a restarted container's pod starts at %v, want its first start %v", start, t0)
 	}
 }

@@ -2,6 +2,7 @@ package follow
 
 import (
 	"context"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,9 +69,9 @@ func IsMPI(ctx context.Context, r client.Reader, job *trainer.TrainJob) (bool, e
 func Observe(ctx context.Context, r Readers, job *trainer.TrainJob) (diagnosis.Observation, error) {
 	o := diagnosis.Observation{
 		Job: job.Name, Namespace: job.Namespace,
-		Suspended:             jobstate.Suspended(job),
-		Queue:                 job.Labels[kueueQueueLabel],
-		ActiveDeadlineSeconds: job.Spec.ActiveDeadlineSeconds,
+		Suspended: jobstate.Suspended(job),
+		Queue:     job.Labels[kueueQueueLabel],
+		Deadline:  diagnosis.Deadline{Started: admitted(job), Max: time.Duration(job.Spec.ActiveDeadlineSeconds) * time.Second},
 	}
 	for _, c := range job.Status.Conditions {
 		if c.Status != metav1.ConditionTrue {

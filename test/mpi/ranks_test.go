@@ -212,18 +212,7 @@ func TestRanksOverSSH(t *testing.T) {
 // pods until the launcher exits (or, if giveUpOn is set, has printed it), and
 // checks the ranks. An error says what went wrong.
 func launch(t *testing.T, rt *trainer.ClusterTrainingRuntime, breakRendered func(*rendered), giveUpOn string) error {
-	job := &trainer.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: jobName, UID: "0a1b2c3d"},
-		Spec: trainer.TrainJobSpec{
-			RuntimeRef: trainer.RuntimeRef{Name: rt.Name},
-			Trainer: &trainer.Trainer{
-				NumNodes:       ptr.To[int32](numNodes),
-				NumProcPerNode: ptr.To[int32](slotsPerWorker),
-				Args:           []string{"sh", "-c", rankProgram},
-			},
-		},
-	}
-	r := renderWithTrainer(t, rt, job)
+	r := renderWithTrainer(t, rt, rankJob(rt))
 	if len(r.pods) != numNodes {
 		return fmt.Errorf("the Trainer rendered %d pods for numNodes %d", len(r.pods), numNodes)
 	}
@@ -261,6 +250,21 @@ func launch(t *testing.T, rt *trainer.ClusterTrainingRuntime, breakRendered func
 		}
 	}
 	return nil
+}
+
+// rankJob is the TrainJob every case runs on rt.
+func rankJob(rt *trainer.ClusterTrainingRuntime) *trainer.TrainJob {
+	return &trainer.TrainJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: jobName, UID: "0a1b2c3d"},
+		Spec: trainer.TrainJobSpec{
+			RuntimeRef: trainer.RuntimeRef{Name: rt.Name},
+			Trainer: &trainer.Trainer{
+				NumNodes:       ptr.To[int32](numNodes),
+				NumProcPerNode: ptr.To[int32](slotsPerWorker),
+				Args:           []string{"sh", "-c", rankProgram},
+			},
+		},
+	}
 }
 
 // rankPlacement is where the ranks ran: how many on each host, and what is wrong

@@ -80,9 +80,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Setup registers every enabled controller and webhook with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.TrainJobWebhooks {
-		if err := setupPolicies(ctx, mgr, opts.Policies, opts.Audit, opts.KueueAdmissionCheck, opts.NetworkPolicies); err != nil {
+		eng, err := setupPolicies(ctx, mgr, opts.Policies, opts.Audit, opts.KueueAdmissionCheck, opts.NetworkPolicies)
+		if err != nil {
 			return err
 		}
+		// The follower warns near a job's deadline at the max-duration
+		// policy's warnAtPercent, reloaded with the policies.
+		opts.Follow.Parameter = eng.Parameter
 	}
 	if err := publisher.SetupWithManager(mgr, opts.RuntimePublisher); err != nil {
 		return err

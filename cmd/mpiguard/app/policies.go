@@ -92,41 +92,42 @@ func (o PolicyOptions) decisionLog() (io.Writer, error) {
 
 // setupPolicies builds the renderer and the policy engine (once per process)
 // and serves the TrainJob webhooks with them; audit judges with the same.
-func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options, ko kueuecheck.Options, np networkpolicies.Options) error {
+// It returns the engine, whose parameters the follower reads too.
+func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao audit.Options, ko kueuecheck.Options, np networkpolicies.Options) (*engine.Engine, error) {
 	log, err := o.decisionLog()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	verbosity, err := engine.ParseVerbosity(o.DecisionLogVerbosity)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pipeline.SetDocsBaseURL(o.DocsBaseURL)
 	base, err := engine.DefaultPolicySet()
 	if err != nil {
-		return fmt.Errorf("reading the embedded policies: %w", err)
+		return nil, fmt.Errorf("reading the embedded policies: %w", err)
 	}
 	eng, err := engine.New(ctx, base, engine.Options{DecisionLog: log, DecisionLogVerbosity: verbosity, Registerer: metrics.Registry, EvalTimeout: o.EvalTimeout})
 	if err != nil {
-		return fmt.Errorf("loading the embedded policies: %w", err)
+		return nil, fmt.Errorf("loading the embedded policies: %w", err)
 	}
 	loader, err := reload.SetupWithManager(mgr, eng, base, o.Namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Ready only once the policy ConfigMaps are loaded: before that, a fresh
 	// pod would decide with the embedded policies alone.
 	if err := mgr.AddReadyzCheck("policies", loader.Ready); err != nil {
-		return err
+		return nil, err
 	}
 	// Entries of admitted jobs are released by the elected leader once the
 	// quota counts their pods (or they will never be charged).
 	if err := retire.Setup(mgr, o.Namespace); err != nil {
-		return err
+		return nil, err
 	}
 	renderer, err := render.NewRenderer(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// One pipeline: what the webhooks decide and what audit reports come
 	// from the same code and share its cache of stored jobs' renders.
@@ -139,7 +140,7 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	// informer for every decision; ready once every node was listed.
 	nodes, nodesSynced, err := pipeline.WatchNodes(ctx, mgr.GetCache())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("nodes", func(*http.Request) error {
 		if !nodesSynced() {
@@ -147,11 +148,11 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 		}
 		return nil
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	ao.Nodes, ko.Nodes = nodes, nodes
 	if err := setupAudit(mgr, p, loader, o.Namespace, ao); err != nil {
-		return err
+		return nil, err
 	}
 	// The webhook and the Kueue check reserve through one transaction: their
 	// decisions in a namespace are batched together, each on the other's
@@ -160,13 +161,13 @@ func setupPolicies(ctx context.Context, mgr ctrl.Manager, o PolicyOptions, ao au
 	admitter := admit.NewAdmitter(store, pipeline.ClientCluster{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), NodeIndex: nodes}, p,
 		admit.AdmitterOptions{Grace: o.ReservationGrace, MaxUnconfirmed: o.MaxUnconfirmedReservations, Recorder: mgr.GetEventRecorder("mpiguard-quota")})
 	if err := setupKueueCheck(mgr, p, admitter, ko); err != nil {
-		return err
+		return nil, err
 	}
 	if err := trainjob.SetupWithManager(ctx, mgr, trainjob.Options{Pipeline: p, Reservations: admitter, Nodes: nodes}); err != nil {
-		return err
+		return nil, err
 	}
 	// Deletions of TrainJobs and runtimes go to the same decision log.
-	return deletes.SetupWithManager(mgr, &deletes.Observer{Log: eng, Reservations: admitter})
+	return eng, deletes.SetupWithManager(mgr, &deletes.Observer{Log: eng, Reservations: admitter})
 }
 
 // setupAudit runs audit on the elected leader with the webhooks' pipeline,

@@ -10,10 +10,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
 	"github.com/mpiguard/mpiguard/internal/diagnosis"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -160,6 +162,43 @@ var _ = Describe("the job follower", func() {
 				return fmt.Sprintf("Worker 0 (pod %s) cannot pull image docker.io/mpioperator/openmpi:v0.6.0 for container node: ImagePullBackOff", pod)
 			}),
 	)
+
+	It("warns once, across a restart of mpiguard, when a running job passes 80% of its maximum duration", func(ctx context.Context) {
+		ns := env.Namespace(ctx, nil)
+		runtime(ctx, ns, "keep-running", nil, nil)
+		// 120 s: the Warning is due 96 s after the Trainer starts counting
+		// (the job's creation), the deadline 24 s later.
+		const deadline = 120
+		job := fixtures.TrainJob(ns, "near", "keep-running").NamespacedRuntime().NumNodes(2).Limits("memory", "64Gi").ActiveDeadlineSeconds(deadline).Obj()
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		due := job.CreationTimestamp.Add(96 * time.Second)
+
+		var told []eventsv1.Event
+		Eventually(func(g Gomega) {
+			told = followEvents(ctx, g, job, diagnosis.ReasonDeadlineNear)
+			g.Expect(told).NotTo(BeEmpty())
+		}, time.Until(due)+within, time.Second).Should(Succeed(), "a DeadlineNear Event within %s of 80%% of the deadline", within)
+		Expect(told).To(HaveLen(1))
+		Expect(told[0].EventTime.Time).To(BeTemporally(">=", due.Truncate(time.Second)), "told before 80%% of the deadline had passed")
+		Expect(told[0].Type).To(Equal(corev1.EventTypeWarning))
+		Expect(told[0].Note).To(And(
+			HavePrefix(fmt.Sprintf("the TrainJob has run 1m36s, 80%% of its maximum duration 2m0s (spec.activeDeadlineSeconds %d, counted from its start or last resume at %s): at %s the Trainer stops its Launcher and Workers and fails it with DeadlineExceeded. ",
+				deadline, job.CreationTimestamp.UTC().Format(time.RFC3339), job.CreationTimestamp.Add(deadline*time.Second).UTC().Format(time.RFC3339))),
+			ContainSubstring("Write a checkpoint now"),
+			HaveSuffix("see docs/troubleshooting.md#deadline-near")))
+		Expect(explain(ctx, job)).To(MatchRegexp(`Deadline:\s+1m\d+s of 2m0s used \(\d+%\)`))
+
+		By("a new mpiguard process (as a new leader) reads the Event and does not repeat it")
+		Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(job.Status.Conditions, "Failed")).To(BeTrue())
+		}, time.Minute, time.Second).Should(Succeed(), "the Trainer fails the job at its deadline")
+		Eventually(func(g Gomega) {
+			g.Expect(followEvents(ctx, g, job, diagnosis.ReasonDeadlineExceeded)).NotTo(BeEmpty())
+		}, within, time.Second).Should(Succeed(), "the restarted follower follows the job")
+		Expect(followEvents(ctx, Default, job, diagnosis.ReasonDeadlineNear)).To(HaveLen(1), "the Warning is given once")
+	})
 
 	It("serves the job metrics the alerts and dashboard read, once a job ran and ended", func(ctx context.Context) {
 		read, err := framework.MonitoredMetrics()

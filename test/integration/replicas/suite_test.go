@@ -26,8 +26,11 @@ func TestReplicas(t *testing.T) {
 	RunSpecs(t, "Replicas")
 }
 
+// components are the replicas' settings, for a spec that restarts them.
+var components app.Options
+
 var _ = BeforeSuite(func(ctx context.Context) {
-	components := app.DefaultOptions()
+	components = app.DefaultOptions()
 	// A short grace, so a reservation whose TrainJob never appeared is
 	// released within a spec.
 	components.Policies.ReservationGrace = reservationGrace
@@ -39,8 +42,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	})
 }, NodeTimeout(framework.SuiteStartTimeout))
 
-// One ordered container, since the failover spec stops a replica for good and
-// must run last; ContinueOnFailure keeps a failed spec from skipping the rest.
+// One ordered container, since the failover and GPU-seconds specs stop
+// replicas for good and must run last; ContinueOnFailure keeps a failed spec from skipping the rest.
 var _ = Describe("two mpiguard replicas behind one webhook endpoint", Ordered, ContinueOnFailure, func() {
 	topologySpecs()
 	faultSpecs()
@@ -50,4 +53,5 @@ var _ = Describe("two mpiguard replicas behind one webhook endpoint", Ordered, C
 	outageSpecs()
 	rolloutSpecs()
 	failoverSpecs()
+	gpuSecondsSpecs()
 })
