@@ -21,10 +21,15 @@ STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
 log() { echo "[controlplane] $*" >&2; }
 
 have() { # binary exists and reports the expected version
-  local bin="$1" want="$2" flag=--version
+  local bin="$1" want="$2" flag=--version out
   [ "$bin" = kubectl ] && flag="version --client"
+  [ -x "$OUT/$bin" ] || return 1
+  # Read the whole output before matching: under pipefail, `| grep -q` can
+  # end the pipe while the binary still writes, fail it with SIGPIPE and
+  # rebuild a binary that was there.
   # shellcheck disable=SC2086 # flag is two words for kubectl
-  [ -x "$OUT/$bin" ] && "$OUT/$bin" $flag 2>/dev/null | grep -q -- "$want"
+  out="$("$OUT/$bin" $flag 2>/dev/null)" || return 1
+  [[ "$out" == *"$want"* ]]
 }
 
 # Built from one k8s.io/kubernetes module graph, in one go build: they share

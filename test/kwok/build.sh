@@ -22,7 +22,9 @@ MODULE=sigs.k8s.io/kwok
 
 log() { echo "[kwok] $*" >&2; }
 
-have_binary() { [ -x "$OUT/kwok" ] && "$OUT/kwok" --version 2>/dev/null | grep -q -- "$KWOK_VERSION"; }
+# The whole output is read before matching (a `| grep -q` under pipefail can
+# fail the pipe with SIGPIPE and rebuild a binary that was there).
+have_binary() { local out; [ -x "$OUT/kwok" ] && out="$("$OUT/kwok" --version 2>/dev/null)" && [[ "$out" == *"$KWOK_VERSION"* ]]; }
 have_stages() { [ -f "$OUT/stages/pod-complete.yaml" ] && [ -f "$OUT/stages/node-initialize.yaml" ]; }
 
 if have_binary && have_stages; then
