@@ -119,7 +119,7 @@ func (d *Document) makeValues() error {
 		d.gang = extern.term(d.doc.Gang)
 	}
 	if d.doc.Capacity != nil {
-		d.capacity = extern.term(d.doc.Capacity)
+		d.capacity = capacityValue(d.doc.Capacity)
 	}
 	return extern.err
 }

@@ -1,6 +1,10 @@
 package input
 
-import "github.com/open-policy-agent/opa/v1/ast"
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mpiguard/mpiguard/internal/capacity"
+)
 
 // The input reaches OPA as the value below, built field by field from the
 // document types (document.go, quota.go): exactly the value
@@ -311,4 +315,61 @@ func arrayOrNull(isNil bool, terms []*ast.Term) *ast.Term {
 		return ast.NullTerm()
 	}
 	return ast.ArrayTerm(terms...)
+}
+
+// capacityValue is input.capacity (capacity.Input): built here rather than
+// through ast.InterfaceToValue, as the rest of the document, since every
+// decision in a cluster with Nodes builds one.
+func capacityValue(in *capacity.Input) *ast.Term {
+	obj := ast.NewObject(
+		item("nodes", ast.InternedTerm(in.Nodes)),
+		item("shapes", ast.InternedTerm(in.Shapes)),
+		item("replicatedJobs", listOf(in.ReplicatedJobs, capacityReplicatedJobValue)),
+	)
+	if in.Gang != nil {
+		obj.Insert(ast.StringTerm("gang"), capacityGangValue(in.Gang))
+	}
+	return ast.NewTerm(obj)
+}
+
+func capacityReplicatedJobValue(rj *capacity.ReplicatedJob) *ast.Term {
+	return object(
+		item("name", ast.StringTerm(rj.Name)),
+		item("role", ast.StringTerm(string(rj.Role))),
+		item("pods", ast.InternedTerm(int(rj.Pods))),
+		item("requests", stringMap(rj.Requests)),
+		item("eligibleNodes", ast.InternedTerm(rj.EligibleNodes)),
+		item("excluded", object(
+			item("selector", ast.InternedTerm(rj.Excluded.Selector)),
+			item("taints", ast.InternedTerm(rj.Excluded.Taints)),
+			item("unschedulable", ast.InternedTerm(rj.Excluded.Unschedulable)),
+		)),
+		item("fittingNodes", ast.InternedTerm(rj.FittingNodes)),
+		item("short", listOf(rj.Short, func(s *capacity.Shortfall) *ast.Term {
+			return object(
+				item("resource", ast.StringTerm(s.Resource)),
+				item("asks", ast.StringTerm(s.Asks)),
+				item("largest", ast.StringTerm(s.Largest)),
+			)
+		})),
+	)
+}
+
+func capacityGangValue(g *capacity.Gang) *ast.Term {
+	return object(
+		item("workers", ast.InternedTerm(int(g.Workers))),
+		item("launcher", ast.BooleanTerm(g.Launcher)),
+		item("capacity", ast.InternedTerm(g.Capacity)),
+		item("shapes", listOf(g.Shapes, func(s *capacity.GangShape) *ast.Term {
+			obj := ast.NewObject(
+				item("nodes", ast.InternedTerm(s.Nodes)),
+				item("labels", stringMap(s.Labels)),
+				item("workersPerNode", ast.InternedTerm(s.WorkersPerNode)),
+			)
+			if s.LauncherCost != nil {
+				obj.Insert(ast.StringTerm("launcherCost"), ast.InternedTerm(*s.LauncherCost))
+			}
+			return ast.NewTerm(obj)
+		})),
+	)
 }
