@@ -53,8 +53,10 @@ func (u *SkipUnreadable) Note(mpiguardNS string) string {
 // Nodes and no ConfigMaps). A forbidden read of the job's Namespace reads as
 // a namespace with no labels or annotations, as `check` judges a namespace
 // it has no document for; a forbidden runtime snapshot as none, so the job
-// is judged against its runtime; a forbidden list of Nodes is left to the
-// node-capacity input, which skips the check. Every other forbidden read stays an error:
+// is judged against its runtime; a forbidden list of Nodes or ServiceAccounts
+// as empty, so the checks that need them are skipped. mpiguard's own
+// clients may read all of these: in the webhooks a forbidden read stays an
+// error (a broken install must not skip a check silently). Every other forbidden read stays an error:
 // judging without the quotas, classes or runtime would say the opposite of
 // what admission says. Skipped says, in order, what was not read and what
 // the verdict lacks for it.
@@ -84,11 +86,25 @@ func (s *SkipForbidden) Get(ctx context.Context, key client.ObjectKey, obj clien
 	return err
 }
 
-// List lists into list, recording a forbidden list of Nodes.
+// List lists into list; a forbidden list of Nodes or of ServiceAccounts
+// reads as empty, which the decision reads as not known: the node-capacity
+// check, or the check that the pods' ServiceAccount exists, is skipped.
 func (s *SkipForbidden) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	err := s.Reader.List(ctx, list, opts...)
-	if _, ok := list.(*corev1.NodeList); ok && forbidden(err) {
+	if !forbidden(err) {
+		return err
+	}
+	switch l := list.(type) {
+	case *corev1.NodeList:
 		s.skip("Nodes: the node-capacity check (can a node hold each pod, can the gang fit) was skipped")
+		l.Items = nil
+		return nil
+	case *metav1.PartialObjectMetadataList:
+		if l.GroupVersionKind().Kind == "ServiceAccountList" {
+			s.skip("ServiceAccounts: whether the ServiceAccount the pods name exists was not checked")
+			l.Items = nil
+			return nil
+		}
 	}
 	return err
 }

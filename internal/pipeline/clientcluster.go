@@ -155,12 +155,12 @@ func (c ClientCluster) Namespace(ctx context.Context, ns string) (*Namespace, er
 	}
 	out.Quotas, out.LimitRanges, out.RuntimeClasses, out.PriorityClasses = quotas.Items, limitRanges.Items, runtimeClasses.Items, priorityClasses.Items
 	// ServiceAccounts by their metadata only: a decision needs their names,
-	// and a metadata informer keeps no secrets or image pull secrets. A
-	// reader not allowed to list them (`mpiguard check --from-cluster` as a
-	// user) leaves them not known; mpiguard's webhooks may list them.
+	// and a metadata informer keeps no secrets or image pull secrets. None
+	// listed leaves them not known (a user's `mpiguard check --from-cluster`
+	// reads through audit.SkipForbidden).
 	accounts := &metav1.PartialObjectMetadataList{}
 	accounts.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccountList"))
-	if err := c.Reader.List(ctx, accounts, client.InNamespace(ns)); err != nil && !apierrors.IsForbidden(err) {
+	if err := c.Reader.List(ctx, accounts, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing ServiceAccounts of %q: %w", ns, err)
 	}
 	for i := range accounts.Items {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -19,17 +18,14 @@ import (
 // Nodes is the cluster's nodes by shape: NodeIndex's when set (the
 // webhooks: an informer keeps it, so a decision reads a few shapes, never
 // the node list), else the Nodes Reader lists (the command line), nil when
-// there are none or the reader may not list them.
+// there are none (a user's command line that may not list them reads through
+// audit.SkipForbidden, which lists none).
 func (c ClientCluster) Nodes(ctx context.Context) (*capacity.Summary, error) {
 	if c.NodeIndex != nil {
 		return c.NodeIndex.Summary(), nil
 	}
 	var list corev1.NodeList
-	err := c.Reader.List(ctx, &list)
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, nil // a user who may not list Nodes: the check is skipped
-	case err != nil:
+	if err := c.Reader.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
 	}
 	return capacity.Summarize(list.Items), nil
