@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/webhooks/runtimetemplate"
@@ -77,7 +77,7 @@ func TestRuntimeVerdictIsTheWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, refusedRuntime, "../../runtimes/catalog/templates")
-	validator := runtimetemplate.NewValidator(admission.NewDecoder(app.Scheme()))
+	validator := runtimetemplate.NewValidator(admission.NewDecoder(scheme.New()))
 	compared, refused := 0, 0
 	for _, file := range files {
 		cluster := check.NewCluster()

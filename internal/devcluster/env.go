@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 )
 
 // Options configures an integration environment.
@@ -199,7 +200,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		e.closeLogs()
 		return nil, fmt.Errorf("starting kube-apiserver and etcd (logs in %s): %w", e.LogDir, err)
 	}
-	e.Client, err = client.New(e.Config, client.Options{Scheme: app.Scheme()})
+	e.Client, err = client.New(e.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		_ = e.Stop(false)
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobsetcontrollers "sigs.k8s.io/jobset/pkg/controllers"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 )
 
 // StartJobSetController runs JobSet's own controller, from the pinned
@@ -43,7 +43,7 @@ func (e *Env) StartJobSetController(ctx context.Context, namespaces ...string) (
 // holds: those of some namespaces, or all (Options.Workloads).
 func (e *Env) startJobSetController(ctx context.Context, cached cache.Options) (stop func() error, err error) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 app.Scheme(),
+		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cached,

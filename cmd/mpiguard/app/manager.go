@@ -20,6 +20,8 @@ import (
 	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
 	"github.com/mpiguard/mpiguard/internal/pipeline"
 	"github.com/mpiguard/mpiguard/internal/reload"
+
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 )
 
 // NewManager builds the controller-runtime manager with mpiguard's scheme, the
@@ -41,7 +43,7 @@ func NewManager(cfg *rest.Config, o ServeOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     Scheme(),
+		Scheme:     scheme.New(),
 		Controller: config.Controller{SkipNameValidation: optional(o.SkipControllerNameValidation)},
 		Cache:      cacheOptions(o.Components.Policies.Namespace),
 		WebhookServer: webhook.NewServer(webhook.Options{

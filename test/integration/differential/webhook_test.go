@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	quotav1alpha1 "github.com/mpiguard/mpiguard/api/v1alpha1"
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 	"github.com/mpiguard/mpiguard/internal/check"
 	"github.com/mpiguard/mpiguard/internal/render"
 	"github.com/mpiguard/mpiguard/test/fixtures"
@@ -79,7 +79,7 @@ func submitClient() client.Client {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.WarningHandlerWithContext = warned
 		var err error
-		submitter, err = client.New(cfg, client.Options{Scheme: app.Scheme()})
+		submitter, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 	})
 	return submitter

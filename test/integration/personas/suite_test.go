@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 	"github.com/mpiguard/mpiguard/test/framework"
 )
 
@@ -65,7 +65,7 @@ func as(user string, groups ...string) client.Client {
 	GinkgoHelper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

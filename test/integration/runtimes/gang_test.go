@@ -12,7 +12,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulerpluginsv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 	"github.com/mpiguard/mpiguard/runtimes/catalog"
 )
 
@@ -28,7 +28,7 @@ var _ = Describe("Gang-scheduling variant", func() {
 		}
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
 		// The shared client's scheme lacks PodGroups; read them with one that has them.
-		scheme := app.Scheme()
+		scheme := scheme.New()
 		Expect(schedulerpluginsv1alpha1.AddToScheme(scheme)).To(Succeed())
 		c, err := client.New(env.Config, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpiguard/mpiguard/cmd/mpiguard/app"
+	"github.com/mpiguard/mpiguard/cmd/mpiguard/app/scheme"
 )
 
 const (
@@ -43,7 +43,7 @@ func warningClient() (client.Client, *warnings) {
 	w := &warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandlerWithContext = w
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	Expect(err).NotTo(HaveOccurred())
 	return c, w
 }

@@ -1,4 +1,4 @@
-package app
+package scheme
 
 import (
 	"maps"
@@ -17,7 +17,7 @@ var metav1PkgPath = reflect.TypeFor[metav1.ListOptions]().PkgPath()
 // package (two registrations, two generated deepcopies) unnoticed.
 func TestMpiguardGroupIsOnePackage(t *testing.T) {
 	kinds, packages := map[string]bool{}, map[string]bool{}
-	for gvk, typ := range Scheme().AllKnownTypes() {
+	for gvk, typ := range New().AllKnownTypes() {
 		// metav1.AddToGroupVersion adds the options and watch event kinds
 		// of every group: apimachinery's, not the group's own.
 		if gvk.Group != "mpiguard.io" || typ.PkgPath() == metav1PkgPath {
