@@ -14,10 +14,12 @@ import (
 )
 
 // BenchmarkDecisionNodes is the validating decision on the mutated
-// 64-worker job with no Nodes known, with 5 Nodes (one per node group) and
-// with 5,000 Nodes in the same 5 node groups
-// (each Node its own name and hostname, in the job's residency region). The Nodes are summarized by shape
-// once, as the webhooks' informer index does; a decision reads the summary.
+// 64-worker job with no Nodes known, with 12 Nodes (one of each shape) and
+// with 5,000 Nodes of the same 12 shapes: four node groups (8 A100 GPUs,
+// 8 H100 GPUs, 4 L4 GPUs, CPU only) in three zones, each Node with the labels
+// a kubelet and GPU feature discovery set (as test/load's Nodes), its own
+// name and hostname. The Nodes are summarized by shape once, as the webhooks'
+// informer index does; a decision reads the summary.
 func BenchmarkDecisionNodes(b *testing.B) {
 	env := newBenchEnv(b)
 	ctx := context.Background()
@@ -25,7 +27,7 @@ func BenchmarkDecisionNodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{0, 5, 5000} {
+	for _, n := range []int{0, 12, 5000} {
 		b.Run(fmt.Sprintf("nodes-%d", n), func(b *testing.B) {
 			env.cluster.Nodes = benchNodes(n)
 			reader := check.NewReader(env.cluster)
@@ -47,16 +49,35 @@ func BenchmarkDecisionNodes(b *testing.B) {
 }
 
 func benchNodes(n int) []corev1.Node {
+	groups := []struct {
+		name, instanceType, gpuProduct, cpu, memory string
+		gpus                                        int
+	}{
+		{"a100", "p4d.24xlarge", "NVIDIA-A100-SXM4-40GB", "95", "1100Gi", 8},
+		{"h100", "p5.48xlarge", "NVIDIA-H100-80GB-HBM3", "191", "1950Gi", 8},
+		{"l4", "g6.12xlarge", "NVIDIA-L4", "47", "180Gi", 4},
+		{"cpu", "m6i.16xlarge", "", "63", "245Gi", 0},
+	}
+	zones := []string{"zone-a", "zone-b", "zone-c"}
 	nodes := make([]corev1.Node, n)
 	for i := range nodes {
-		name := fmt.Sprintf("node-%05d", i)
-		nodes[i] = corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			corev1.LabelHostname: name, "pool": fmt.Sprintf("pool-%d", i%5), corev1.LabelTopologyZone: "zone-a", corev1.LabelTopologyRegion: "eu-west-1",
-		}}}
-		nodes[i].Status.Allocatable = corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("1Ti"),
-			corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("8"),
+		g, zone := groups[i%len(groups)], zones[(i/len(groups))%len(zones)]
+		name := fmt.Sprintf("node-%s-%05d", g.name, i)
+		labels := map[string]string{
+			corev1.LabelHostname: name, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+			corev1.LabelInstanceTypeStable: g.instanceType, corev1.LabelTopologyZone: zone,
+			corev1.LabelTopologyRegion: "eu-west-1", "pool": g.name,
 		}
+		allocatable := corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(g.cpu), corev1.ResourceMemory: resource.MustParse(g.memory),
+			corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("900Gi"),
+		}
+		if g.gpus > 0 {
+			labels["nvidia.com/gpu.product"], labels["nvidia.com/gpu.count"] = g.gpuProduct, fmt.Sprint(g.gpus)
+			allocatable["nvidia.com/gpu"] = *resource.NewQuantity(int64(g.gpus), resource.DecimalSI)
+		}
+		nodes[i] = corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		nodes[i].Status.Allocatable = allocatable
 	}
 	return nodes
 }

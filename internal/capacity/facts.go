@@ -4,7 +4,6 @@ import (
 	"maps"
 	"math/big"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -86,6 +85,9 @@ type GangShape struct {
 	// Nodes is how many nodes of the shape the Workers may go to.
 	Nodes  int               `json:"nodes"`
 	Labels map[string]string `json:"labels"`
+	// Shape is the node shape described, Labels its labels; a Summary's
+	// shapes never change, so what is derived from one may be kept.
+	Shape *Shape `json:"-"`
 	// WorkersPerNode is how many Workers one such node holds.
 	WorkersPerNode int64 `json:"workersPerNode"`
 	// LauncherCost is how many Workers fewer the nodes hold when the
@@ -162,6 +164,7 @@ func replicatedJobOf(rj *render.ReplicatedJobView, nodes *Summary, runtimeClasse
 	perNode := namesNodes(pod)
 	largest := corev1.ResourceList{}
 	places := make([]placement, len(nodes.Shapes))
+	var node corev1.Node // a shape's nodes as the filters read them, when they decide alike
 	for si, shape := range nodes.Shapes {
 		var p placement
 		count := func(reason exclusionReason, n int) {
@@ -185,7 +188,8 @@ func replicatedJobOf(rj *render.ReplicatedJobView, nodes *Summary, runtimeClasse
 			}
 		} else {
 			// What a shape's nodes share decides for all of them.
-			count(exclusion(pod, affinity, nodeOf(shape, Member{})), len(shape.Members))
+			node.Spec.Taints, node.Spec.Unschedulable, node.Labels = shape.Taints, shape.Unschedulable, shape.Labels
+			count(exclusion(pod, affinity, &node), len(shape.Members))
 		}
 		places[si] = p
 		if p.count == 0 {
@@ -198,7 +202,7 @@ func replicatedJobOf(rj *render.ReplicatedJobView, nodes *Summary, runtimeClasse
 		for name := range requests {
 			have := shape.Allocatable[name]
 			if l, ok := largest[name]; !ok || have.Cmp(l) > 0 {
-				largest[name] = have.DeepCopy()
+				largest[name] = have // read only: no copy
 			}
 		}
 	}
@@ -225,12 +229,12 @@ func gangOf(workers *render.ReplicatedJobView, wp []placement, launcher *render.
 	var total int64
 	var bestCost *int64
 	for si, shape := range nodes.Shapes {
-		gs := GangShape{Nodes: wp[si].count, Labels: shape.Labels}
+		gs := GangShape{Nodes: wp[si].count, Labels: shape.Labels, Shape: shape}
 		if gs.Nodes > 0 {
 			gs.WorkersPerNode = perNodeCount(w, shape.Allocatable)
 		}
 		if launcher != nil && lp[si].count > 0 && perNodeCount(l, shape.Allocatable) > 0 {
-			cost := gs.WorkersPerNode - perNodeCount(w, minus(shape.Allocatable, l))
+			cost := gs.WorkersPerNode - perNodeCountBeside(w, shape.Allocatable, l)
 			for mi := range shape.Members {
 				if lp[si].eligible(mi) && !wp[si].eligible(mi) {
 					cost = 0 // a node the Workers may not use
@@ -364,18 +368,23 @@ func podRequests(rj *render.ReplicatedJobView) corev1.ResourceList {
 // holds: the least, over the resources asked, of allocatable / request (a
 // resource the node does not have holds none).
 func perNodeCount(requests, allocatable corev1.ResourceList) int64 {
+	return perNodeCountBeside(requests, allocatable, nil)
+}
+
+// perNodeCountBeside is perNodeCount on what a node of allocatable has
+// left once a pod asking taken is on it (nil: nothing taken).
+func perNodeCountBeside(requests, allocatable, taken corev1.ResourceList) int64 {
 	best := int64(-1)
-	names := make([]string, 0, len(requests))
-	for name := range requests {
-		names = append(names, string(name))
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		have, ok := allocatable[corev1.ResourceName(name)]
+	for name, asks := range requests {
+		have, ok := allocatable[name]
+		if t, isTaken := taken[name]; ok && isTaken {
+			have = have.DeepCopy()
+			have.Sub(t)
+		}
 		if !ok || have.Sign() <= 0 {
 			return 0
 		}
-		n, ok := milliQuo(have, requests[corev1.ResourceName(name)])
+		n, ok := milliQuo(have, asks)
 		if !ok {
 			continue // more than any count of pods
 		}
@@ -396,21 +405,4 @@ func milliQuo(have, asks resource.Quantity) (int64, bool) {
 	}
 	n := new(big.Int).Quo(quota.Milli(have), quota.Milli(asks))
 	return n.Int64(), n.IsInt64()
-}
-
-// minus is allocatable less requests (never below zero).
-func minus(allocatable, requests corev1.ResourceList) corev1.ResourceList {
-	out := allocatable.DeepCopy()
-	for name, q := range requests {
-		have, ok := out[name]
-		if !ok {
-			continue
-		}
-		have.Sub(q)
-		if have.Sign() < 0 {
-			have = resource.Quantity{}
-		}
-		out[name] = have
-	}
-	return out
 }

@@ -194,13 +194,13 @@ func (d *Document) object(trainJob, parameters *ast.Term) ast.Value {
 		item("parameters", parameters),
 	)
 	if d.oldTrainJob != nil {
-		obj.Insert(ast.StringTerm("oldTrainJob"), d.oldTrainJob)
+		obj.Insert(fieldName("oldTrainJob"), d.oldTrainJob)
 	}
 	if d.gang != nil {
-		obj.Insert(ast.StringTerm("gang"), d.gang)
+		obj.Insert(fieldName("gang"), d.gang)
 	}
 	if d.capacity != nil {
-		obj.Insert(ast.StringTerm("capacity"), d.capacity)
+		obj.Insert(fieldName("capacity"), d.capacity)
 	}
 	return obj
 }

@@ -1,6 +1,9 @@
 package input
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/mpiguard/mpiguard/internal/capacity"
@@ -46,13 +49,13 @@ func (t *trainJobInput) value() *ast.Term {
 		item("mpiguardEntries", listOf(t.MpiguardEntries, (*entryInput).value)),
 	)
 	if t.NumNodes != nil {
-		obj.Insert(ast.StringTerm("numNodes"), ast.InternedTerm(int(*t.NumNodes)))
+		obj.Insert(fieldName("numNodes"), ast.InternedTerm(int(*t.NumNodes)))
 	}
 	if t.NumProcPerNode != nil {
-		obj.Insert(ast.StringTerm("numProcPerNode"), ast.InternedTerm(int(*t.NumProcPerNode)))
+		obj.Insert(fieldName("numProcPerNode"), ast.InternedTerm(int(*t.NumProcPerNode)))
 	}
 	if t.Image != nil {
-		obj.Insert(ast.StringTerm("image"), ast.StringTerm(*t.Image))
+		obj.Insert(fieldName("image"), ast.StringTerm(*t.Image))
 	}
 	return ast.NewTerm(obj)
 }
@@ -102,10 +105,10 @@ func (j *jobInput) value(extern *externs) *ast.Term {
 		item("objects", extern.term(j.Objects)),
 	)
 	if j.Launcher != nil {
-		obj.Insert(ast.StringTerm("launcher"), replicatedJob(j.Launcher))
+		obj.Insert(fieldName("launcher"), replicatedJob(j.Launcher))
 	}
 	if j.Workers != nil {
-		obj.Insert(ast.StringTerm("workers"), replicatedJob(j.Workers))
+		obj.Insert(fieldName("workers"), replicatedJob(j.Workers))
 	}
 	return ast.NewTerm(obj)
 }
@@ -261,7 +264,28 @@ func withItem(obj *ast.Term, key string, value *ast.Term) *ast.Term {
 	return object(append(items, [2]*ast.Term{k, value})...)
 }
 
+// item is a field of the document: key is one of the field names written
+// in this package, never a name from the input (a label, a resource), so
+// their terms are made once and shared (an evaluation never changes a term
+// of its input).
 func item(key string, value *ast.Term) [2]*ast.Term {
+	return ast.Item(fieldName(key), value)
+}
+
+// fieldNames holds the term of each field name item has been given.
+var fieldNames sync.Map // string -> *ast.Term
+
+func fieldName(key string) *ast.Term {
+	if t, ok := fieldNames.Load(key); ok {
+		return t.(*ast.Term)
+	}
+	t, _ := fieldNames.LoadOrStore(key, ast.StringTerm(key))
+	return t.(*ast.Term)
+}
+
+// entry is an entry of a map of the input (labels, resources): its key is
+// the input's.
+func entry(key string, value *ast.Term) [2]*ast.Term {
 	return ast.Item(ast.StringTerm(key), value)
 }
 
@@ -276,7 +300,7 @@ func stringMap[S ~string](m map[string]S) *ast.Term {
 	}
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
-		items = append(items, item(k, ast.StringTerm(string(v))))
+		items = append(items, entry(k, ast.StringTerm(string(v))))
 	}
 	return object(items...)
 }
@@ -303,7 +327,7 @@ func mapOf[T any](m map[string]T, value func(*T) *ast.Term) *ast.Term {
 	}
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
-		items = append(items, item(k, value(&v)))
+		items = append(items, entry(k, value(&v)))
 	}
 	return object(items...)
 }
@@ -327,7 +351,7 @@ func capacityValue(in *capacity.Input) *ast.Term {
 		item("replicatedJobs", listOf(in.ReplicatedJobs, capacityReplicatedJobValue)),
 	)
 	if in.Gang != nil {
-		obj.Insert(ast.StringTerm("gang"), capacityGangValue(in.Gang))
+		obj.Insert(fieldName("gang"), capacityGangValue(in.Gang))
 	}
 	return ast.NewTerm(obj)
 }
@@ -363,13 +387,42 @@ func capacityGangValue(g *capacity.Gang) *ast.Term {
 		item("shapes", listOf(g.Shapes, func(s *capacity.GangShape) *ast.Term {
 			obj := ast.NewObject(
 				item("nodes", ast.InternedTerm(s.Nodes)),
-				item("labels", stringMap(s.Labels)),
+				item("labels", shapeLabels(s)),
 				item("workersPerNode", ast.InternedTerm(s.WorkersPerNode)),
 			)
 			if s.LauncherCost != nil {
-				obj.Insert(ast.StringTerm("launcherCost"), ast.InternedTerm(*s.LauncherCost))
+				obj.Insert(fieldName("launcherCost"), ast.InternedTerm(*s.LauncherCost))
 			}
 			return ast.NewTerm(obj)
 		})),
 	)
+}
+
+// shapeLabelsCache keeps the labels of the node shapes decisions have read
+// as OPA values, by shape: a Summary's shapes never change and every
+// decision on a gang reads every shape's labels. It is emptied when it
+// holds more than shapeLabelsCacheSize, so shapes of summaries made before
+// the nodes last changed do not stay.
+var shapeLabelsCache struct {
+	sync.Map // *capacity.Shape -> *ast.Term
+	size     atomic.Int64
+}
+
+const shapeLabelsCacheSize = 4096
+
+// shapeLabels is s.Labels as an OPA value; an OPA value is never changed
+// by an evaluation, so one value serves every decision.
+func shapeLabels(s *capacity.GangShape) *ast.Term {
+	if s.Shape == nil { // a GangShape built by hand
+		return stringMap(s.Labels)
+	}
+	if t, ok := shapeLabelsCache.Load(s.Shape); ok {
+		return t.(*ast.Term)
+	}
+	t := stringMap(s.Shape.Labels)
+	if _, loaded := shapeLabelsCache.LoadOrStore(s.Shape, t); !loaded && shapeLabelsCache.size.Add(1) > shapeLabelsCacheSize {
+		shapeLabelsCache.Clear()
+		shapeLabelsCache.size.Store(0)
+	}
+	return t
 }

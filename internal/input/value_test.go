@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"sigs.k8s.io/randfill"
 
+	"github.com/mpiguard/mpiguard/internal/capacity"
 	"github.com/mpiguard/mpiguard/internal/podsecurity"
 )
 
@@ -37,6 +38,14 @@ func TestInputValueIsItsJSON(t *testing.T) {
 		// both sides; an example of each keeps them in the document.
 		func(p *podsecurity.Result, c randfill.Continue) {
 			*p = podsecurity.Result{Errors: []string{c.String(5)}, Enforce: podsecurity.Mode{Level: "restricted", Violations: []podsecurity.Violation{{Reason: c.String(5)}}}}
+		},
+		// As capacity.Of makes it: a gang shape's labels are its shape's.
+		func(s *capacity.GangShape, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Shape = nil
+			if c.Bool() {
+				s.Shape = &capacity.Shape{Labels: s.Labels}
+			}
 		},
 		func(m *map[string]any, c randfill.Continue) {
 			*m = map[string]any{"maxWorkers": c.Int63(), "errors": []any{c.String(5)}, "zones": map[string]any{"eu": []any{"eu-west-1"}}}

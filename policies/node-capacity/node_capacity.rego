@@ -140,17 +140,10 @@ unplaceable if {
 }
 
 # gang_capacity is the most Workers the nodes hold at once beside the
-# Launcher: every shape's nodes times the Workers one holds, plus the nodes
-# an autoscaler may add (nodeGroups), less what the Launcher takes where it
-# costs the fewest Workers.
-gang_capacity := (sum(present) + sum(added)) - launcher_cost if {
-	present := [n | some shape in capacity.gang.shapes; n := shape.nodes * shape.workersPerNode]
-	added := [n | some group in params.nodeGroups; n := group_added(group)]
-}
-
-launcher_cost := min([c | some shape in capacity.gang.shapes; c := shape.launcherCost]) if capacity.gang.launcher
-
-launcher_cost := 0 if not capacity.gang.launcher
+# Launcher (capacity.gang.capacity: every shape's nodes times the Workers one
+# holds, less what the Launcher takes where it costs the fewest Workers),
+# plus the Workers the nodes an autoscaler may add hold (nodeGroups).
+gang_capacity := capacity.gang.capacity + sum([n | some group in params.nodeGroups; n := group_added(group)])
 
 # group_added is the Workers the nodes a node group may still grow by hold:
 # maxNodes less the nodes of the group there are, each holding as many as

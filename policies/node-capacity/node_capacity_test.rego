@@ -20,7 +20,7 @@ launcher := {"name": "launcher", "role": "launcher", "pods": 1, "requests": {"cp
 worker(fitting, short) := {"name": "node", "role": "worker", "pods": 6, "requests": {"cpu": "8", "nvidia.com/gpu": "16"}, "eligibleNodes": 4, "excluded": {"selector": 4, "taints": 0, "unschedulable": 0}, "fittingNodes": fitting, "short": short}
 
 # 4 eligible GPU nodes holding 1 Worker each; the Launcher fits beside one.
-gang(workers) := {"workers": workers, "launcher": true, "shapes": [{"nodes": 4, "labels": {"pool": "gpu"}, "workersPerNode": 1, "launcherCost": 0}]}
+gang(workers) := {"workers": workers, "launcher": true, "capacity": 4, "shapes": [{"nodes": 4, "labels": {"pool": "gpu"}, "workersPerNode": 1, "launcherCost": 0}]}
 
 test_worker_larger_than_every_node_denied_with_numbers if {
 	got := node_capacity.deny with input as doc({"nodes": 8, "replicatedJobs": [launcher, worker(0, [{"resource": "nvidia.com/gpu", "asks": "16", "largest": "8"}])], "gang": gang(6)})
@@ -65,7 +65,7 @@ test_gang_that_fits_is_quiet if {
 }
 
 test_launcher_cost_counts if {
-	g := {"workers": 4, "launcher": true, "shapes": [{"nodes": 4, "labels": {}, "workersPerNode": 1, "launcherCost": 1}]}
+	g := {"workers": 4, "launcher": true, "capacity": 3, "shapes": [{"nodes": 4, "labels": {}, "workersPerNode": 1, "launcherCost": 1}]}
 	count(node_capacity.warn) == 1 with input as doc({"nodes": 4, "replicatedJobs": [launcher, worker(4, [])], "gang": g})
 }
 
