@@ -30,8 +30,11 @@ type JobSetState struct {
 	// the JobSet only says that one failed.
 	FailedJobs []JobFailure
 	// Warnings are the Warning events on the JobSet and its Jobs (only with
-	// ReadJobSet's withEvents).
+	// ReadJobSet's withEvents, or after ReadWarnings).
 	Warnings []Warning
+
+	namespace string
+	owners    map[types.UID]bool // the JobSet's and its Jobs' UIDs
 }
 
 // ReadJobSet reads the JobSet the Trainer made of TrainJob name (same name),
@@ -39,15 +42,15 @@ type JobSetState struct {
 // pods the apiserver refused to create (Pod Security, SCC, quota, a
 // webhook). r reads live: mpiguard caches neither Jobs nor events.
 func ReadJobSet(ctx context.Context, r client.Reader, ns, name string, withEvents bool) (JobSetState, error) {
-	var s JobSetState
+	s := JobSetState{namespace: ns}
 	// The objects whose events count, by UID: a Job re-created under the same
 	// name (a JobSet restart) does not inherit the old one's events.
-	owners := map[types.UID]bool{}
+	s.owners = map[types.UID]bool{}
 	var js jobsetv1alpha2.JobSet
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &js); {
 	case err == nil:
 		s.JobSet = &js
-		owners[js.UID] = true
+		s.owners[js.UID] = true
 		if c := meta.FindStatusCondition(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)); c != nil && c.Status == metav1.ConditionTrue {
 			s.Failed = c.DeepCopy()
 		}
@@ -59,7 +62,7 @@ func ReadJobSet(ctx context.Context, r client.Reader, ns, name string, withEvent
 		return s, err
 	}
 	for _, j := range jobs.Items {
-		owners[j.UID] = true
+		s.owners[j.UID] = true
 		for _, c := range j.Status.Conditions {
 			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 				s.FailedJobs = append(s.FailedJobs, JobFailure{Job: j.Name, Reason: c.Reason, Message: c.Message,
@@ -67,19 +70,30 @@ func ReadJobSet(ctx context.Context, r client.Reader, ns, name string, withEvent
 			}
 		}
 	}
-	if !withEvents || len(owners) == 0 {
+	if !withEvents {
 		return s, nil
 	}
+	return s, s.ReadWarnings(ctx, r)
+}
+
+// ReadWarnings reads the Warning events on the JobSet and the Jobs s was
+// read with (ReadJobSet without events), live, into s.Warnings: a caller
+// that wants them only for what the JobSet shows reads it once.
+func (s *JobSetState) ReadWarnings(ctx context.Context, r client.Reader) error {
+	s.Warnings = nil
+	if len(s.owners) == 0 {
+		return nil
+	}
 	var events corev1.EventList
-	if err := r.List(ctx, &events, client.InNamespace(ns), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
-		return s, err
+	if err := r.List(ctx, &events, client.InNamespace(s.namespace), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
+		return err
 	}
 	for _, e := range events.Items {
-		if owners[e.InvolvedObject.UID] {
+		if s.owners[e.InvolvedObject.UID] {
 			s.Warnings = append(s.Warnings, WarningOf(&e))
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // ExpectedPods are the Launcher and Worker pods the JobSet makes: replicas

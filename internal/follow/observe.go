@@ -107,8 +107,7 @@ func Observe(ctx context.Context, r Readers, job *trainer.TrainJob) (diagnosis.O
 	o.JobSetFailed, o.FailedJobs = js.Failed, js.FailedJobs
 	missing := o.ExpectedWorkers == 0 || int32(len(o.Pods.Workers)) < o.ExpectedWorkers || int32(len(o.Pods.Launcher)) < o.ExpectedLaunchers
 	if missing && o.TrainJobComplete == nil && o.TrainJobFailed == nil {
-		js, err = diagnosis.ReadJobSet(ctx, r.Live, job.Namespace, job.Name, true)
-		if err != nil {
+		if err := js.ReadWarnings(ctx, r.Live); err != nil {
 			return o, err
 		}
 		o.Warnings = js.Warnings
