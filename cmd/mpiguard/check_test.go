@@ -189,7 +189,7 @@ func TestCheckMultiKueueJobIsJudgedWithoutLocalQuota(t *testing.T) {
 		{name: "over the local quota", file: samples + "aggregate-quota/samples/allowed-multikueue-over-local-quota.yaml",
 			wantOut: "TrainJob team-a/resnet: ALLOWED\nTrainJob team-a/bert: ALLOWED\n"},
 		{name: "outside the data residency zone", file: samples + "data-residency/samples/denied-multikueue-outside-zone.yaml",
-			wantExit: 1, wantOut: "TrainJob team-eu/resnet: DENIED\n  deny   data-residency: spec.runtimeRef: pods of worker may run outside data residency zone \"eu\""},
+			wantExit: 1, wantOut: "TrainJob team-eu/resnet: DENIED\n  deny   data-residency: spec.runtimeRef: the Worker pods may run outside data residency zone \"eu\""},
 		{name: "over the duration ceiling", file: samples + "max-duration/samples/denied-multikueue-over-ceiling.yaml",
 			wantExit: 1, wantOut: "TrainJob team-a/resnet: DENIED\n  deny   max-duration: spec.activeDeadlineSeconds: TrainJob may run for 200 hours"},
 		{name: "without managedBy, over the quota", file: "-", stdin: strings.Replace(string(allowed), managedBy, "", 1),

@@ -150,7 +150,7 @@ test_undeclared_request_denied if {
 	got := aggregate_quota.deny with input as object.union(create_input([quota]), {"runtime": {"kind": "ClusterTrainingRuntime", "name": "openmpi"}})
 	got == {{
 		"field": "spec.runtimeRef",
-		"msg": `ResourceQuota "team-a" limits requests.cpu, so the apiserver refuses a pod with a container that does not declare each, and the launcher pods have such a container; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to set requests.cpu on every container there, or override it for this TrainJob with spec.runtimePatches, or ask an admin to add a LimitRange default`,
+		"msg": `ResourceQuota "team-a" limits requests.cpu, so the apiserver refuses a pod with a container that does not declare each, and the Launcher pods have such a container; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to set requests.cpu on every container there, or override it for this TrainJob with spec.runtimePatches, or ask an admin to add a LimitRange default`,
 	}}
 }
 
@@ -166,7 +166,7 @@ test_undeclared_requests_collapse_to_one_line if {
 	got := aggregate_quota.deny with input as object.union(create_input([quota]), {"runtime": {"kind": "ClusterTrainingRuntime", "name": "openmpi"}})
 	got == {{
 		"field": "spec.trainer.resourcesPerNode",
-		"msg": `ResourceQuota "team-a" limits requests.cpu, requests.memory, so the apiserver refuses a pod with a container that does not declare each, and the launcher and worker pods have such a container; set requests.cpu, requests.memory in spec.trainer.resourcesPerNode (the training container of every Worker); for the launcher pods, this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to declare them on every container there, or override it for this TrainJob with spec.runtimePatches, or ask an admin to add a LimitRange default`,
+		"msg": `ResourceQuota "team-a" limits requests.cpu, requests.memory, so the apiserver refuses a pod with a container that does not declare each, and the Launcher and Worker pods have such a container; set requests.cpu, requests.memory in spec.trainer.resourcesPerNode (the training container of every Worker); for the Launcher pods, this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to declare them on every container there, or override it for this TrainJob with spec.runtimePatches, or ask an admin to add a LimitRange default`,
 	}}
 }
 
@@ -181,7 +181,7 @@ test_undeclared_launcher_as_node_fixed_by_resources_per_node if {
 	got := aggregate_quota.deny with input as inp
 	got == {{
 		"field": "spec.trainer.resourcesPerNode",
-		"msg": `ResourceQuota "team-a" limits requests.cpu, so the apiserver refuses a pod with a container that does not declare each, and the launcher and worker pods have such a container; set requests.cpu in spec.trainer.resourcesPerNode (the training container of every Worker and of the Launcher, which runs as a node), or ask an admin to add a LimitRange default`,
+		"msg": `ResourceQuota "team-a" limits requests.cpu, so the apiserver refuses a pod with a container that does not declare each, and the Launcher and Worker pods have such a container; set requests.cpu in spec.trainer.resourcesPerNode (the training container of every Worker and of the Launcher, which runs as a node), or ask an admin to add a LimitRange default`,
 	}}
 }
 

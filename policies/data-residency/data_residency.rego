@@ -41,7 +41,7 @@ deny contains lib.violation(lib.pods_field, msg_not_restricted(rj, why)) if {
 }
 
 msg_not_restricted(rj, why) := sprintf(
-	"pods of %s may run outside data residency zone %q: %s; %s",
+	"the %s pods may run outside data residency zone %q: %s; %s",
 	[lib.role_label(rj), zone, why, lib.pods_fix(sprintf("restrict them to %s in {%s} (remove selectors and required affinity for other values)", [node_label, concat(", ", allowed)]))],
 )
 

@@ -63,7 +63,7 @@ test_unrestricted_worker_denied if {
 	got := data_residency.deny with input as inp
 	got == {{
 		"field": "spec.runtimePatches",
-		"msg": `pods of worker may run outside data residency zone "eu": no nodeSelector or required node affinity restricts topology.kubernetes.io/region; restrict them to topology.kubernetes.io/region in {eu-central-1, eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
+		"msg": `the Worker pods may run outside data residency zone "eu": no nodeSelector or required node affinity restricts topology.kubernetes.io/region; restrict them to topology.kubernetes.io/region in {eu-central-1, eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
 	}}
 }
 
@@ -72,7 +72,7 @@ test_selector_for_other_region_denied if {
 	got := data_residency.deny with input as inp
 	got == {{
 		"field": "spec.runtimePatches",
-		"msg": `pods of launcher may run outside data residency zone "eu": nodeSelector topology.kubernetes.io/region=us-east-1 is outside the zone; restrict them to topology.kubernetes.io/region in {eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
+		"msg": `the Launcher pods may run outside data residency zone "eu": nodeSelector topology.kubernetes.io/region=us-east-1 is outside the zone; restrict them to topology.kubernetes.io/region in {eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
 	}}
 }
 
@@ -86,7 +86,7 @@ test_runtime_outside_zone_names_the_runtime if {
 	got := data_residency.deny with input as inp
 	got == {{
 		"field": "spec.runtimeRef",
-		"msg": `pods of launcher may run outside data residency zone "eu": nodeSelector topology.kubernetes.io/region=us-east-1 is outside the zone; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to restrict them to topology.kubernetes.io/region in {eu-west-1} (remove selectors and required affinity for other values) there, or override it for this TrainJob with spec.runtimePatches`,
+		"msg": `the Launcher pods may run outside data residency zone "eu": nodeSelector topology.kubernetes.io/region=us-east-1 is outside the zone; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to restrict them to topology.kubernetes.io/region in {eu-west-1} (remove selectors and required affinity for other values) there, or override it for this TrainJob with spec.runtimePatches`,
 	}}
 }
 
@@ -96,7 +96,7 @@ test_affinity_for_other_region_denied if {
 	got := data_residency.deny with input as inp
 	got == {{
 		"field": "spec.runtimePatches",
-		"msg": `pods of worker may run outside data residency zone "eu": required node affinity allows topology.kubernetes.io/region=us-east-1; restrict them to topology.kubernetes.io/region in {eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
+		"msg": `the Worker pods may run outside data residency zone "eu": required node affinity allows topology.kubernetes.io/region=us-east-1; restrict them to topology.kubernetes.io/region in {eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
 	}}
 }
 
@@ -111,7 +111,7 @@ test_mutated_shapes_allowed_other_selector_denied if {
 	got := data_residency.deny with input as job_input("UPDATE", [worker({"nodeSelector": {region: "us-east-1"}, "requiredNodeSelectorTerms": [zone_term]})], values)
 	got == {{
 		"field": "spec.runtimePatches",
-		"msg": `pods of worker may run outside data residency zone "eu": nodeSelector topology.kubernetes.io/region=us-east-1 is outside the zone; restrict them to topology.kubernetes.io/region in {eu-central-1, eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
+		"msg": `the Worker pods may run outside data residency zone "eu": nodeSelector topology.kubernetes.io/region=us-east-1 is outside the zone; restrict them to topology.kubernetes.io/region in {eu-central-1, eu-west-1} (remove selectors and required affinity for other values) in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it)`,
 	}}
 }
 

@@ -35,6 +35,6 @@ deny contains lib.violation(lib.pods_field, msg_istio_opt_in(rj, where, key, val
 }
 
 msg_istio_opt_in(rj, where, key, value) := sprintf(
-	"pods of %s opt in to the Istio mesh (%s %s=%q); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; %s; or ask an admin to exempt the namespace",
+	"the %s pods opt in to the Istio mesh (%s %s=%q); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; %s; or ask an admin to exempt the namespace",
 	[lib.role_label(rj), where, key, value, lib.pods_fix(sprintf("remove %s from the pod template", [key]))],
 )

@@ -26,7 +26,7 @@ job_input(op, pods) := {
 
 # The runtime's template opts in, the TrainJob has no patches of its own:
 # the denial names the runtime and says a cluster admin fixes it.
-runtime_msg(where) := sprintf(`pods of worker opt in to the Istio mesh (%s sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to remove sidecar.istio.io/inject from the pod template there, or override it for this TrainJob with spec.runtimePatches; or ask an admin to exempt the namespace`, [where])
+runtime_msg(where) := sprintf(`the Worker pods opt in to the Istio mesh (%s sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; this comes from ClusterTrainingRuntime "openmpi" (the TrainJob has no runtime patches of its own): ask a cluster admin to remove sidecar.istio.io/inject from the pod template there, or override it for this TrainJob with spec.runtimePatches; or ask an admin to exempt the namespace`, [where])
 
 test_labels_every_pod_template if {
 	inp := job_input("CREATE", [{"name": "launcher", "role": "launcher"}, {"name": "node", "role": "worker"}])
@@ -58,7 +58,7 @@ test_opt_in_with_own_patches_names_them if {
 	got := istio_opt_out.deny with input as inp
 	got == {{
 		"field": "spec.runtimePatches",
-		"msg": `pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it); or ask an admin to exempt the namespace`,
+		"msg": `the Worker pods opt in to the Istio mesh (labels sidecar.istio.io/inject="true"); MPI traffic between the Launcher and the Workers breaks behind a sidecar or ambient proxy; remove sidecar.istio.io/inject from the pod template in spec.runtimePatches (or ask a cluster admin to, in ClusterTrainingRuntime "openmpi", if its template sets it); or ask an admin to exempt the namespace`,
 	}}
 }
 

@@ -14,11 +14,11 @@ is_create if input.request.operation == "CREATE"
 # mpi_job says whether the job is governed at all (the engine also skips non-MPI jobs).
 mpi_job if input.job.mpi == true
 
-# role_label names a replicated job in messages: "launcher", "worker" or
-# `replicated job "<name>"`.
-role_label(rj) := "launcher" if rj.role == "launcher"
+# role_label names a replicated job in messages: "Launcher", "Worker" or
+# `replicated job "<name>"`, as in "the Worker pods".
+role_label(rj) := "Launcher" if rj.role == "launcher"
 
-role_label(rj) := "worker" if rj.role == "worker"
+role_label(rj) := "Worker" if rj.role == "worker"
 
 role_label(rj) := sprintf("replicated job %q", [rj.name]) if rj.role == "other"
 

@@ -77,7 +77,7 @@ who(field, mode) := sprintf("the %s (replicated job %q)", [role_name[v.role], v.
 	v.field == field
 }
 
-role_name := {"launcher": "launcher", "worker": "Workers"}
+role_name := {"launcher": "Launcher", "worker": "Workers"}
 
 # reasons names the failed checks of one pod spec as the apiserver does
 # ("allowPrivilegeEscalation != false, seccompProfile"), without the

@@ -50,7 +50,7 @@ test_enforced_violations_denied_one_line_per_pod if {
 		},
 		{
 			"field": launcher_field,
-			"msg": `pods of the launcher (replicated job "launcher") would violate PodSecurity "restricted:latest", which namespace team-a enforces (label pod-security.kubernetes.io/enforce): the apiserver would refuse them, and the TrainJob would never start; set securityContext.allowPrivilegeEscalation: false on every container; in ClusterTrainingRuntime "openmpi-plain" (a cluster admin's fix; curated runtimes meet "restricted") or with spec.runtimePatches; failed checks: allowPrivilegeEscalation != false`,
+			"msg": `pods of the Launcher (replicated job "launcher") would violate PodSecurity "restricted:latest", which namespace team-a enforces (label pod-security.kubernetes.io/enforce): the apiserver would refuse them, and the TrainJob would never start; set securityContext.allowPrivilegeEscalation: false on every container; in ClusterTrainingRuntime "openmpi-plain" (a cluster admin's fix; curated runtimes meet "restricted") or with spec.runtimePatches; failed checks: allowPrivilegeEscalation != false`,
 		},
 	}
 

@@ -1,7 +1,7 @@
 # runtime-constraints: a TrainJob is held to the limits a cluster admin states
 # on its runtime with annotations (docs/runtimes.md, runtimes/constraints): at
 # most mpiguard.io/max-nodes hostfile nodes, at most mpiguard.io/max-gpus-per-worker
-# GPUs per Worker, launcher and Worker pods pinned to the nodes labelled
+# GPUs per Worker, Launcher and Worker pods pinned to the nodes labelled
 # mpiguard.io/required-node-labels, and only from the namespaces of
 # mpiguard.io/allowed-namespaces. Go parses the annotations once
 # (input.runtime.constraints); a malformed one denies, so an admin's typo never
@@ -131,7 +131,7 @@ namespace_matches(pattern, ns) if {
 
 # Priority (mpiguard.io/allowed-priority-classes): the priority classes a job
 # names must be allowed: its Kueue WorkloadPriorityClass (the TrainJob label
-# kueue.x-k8s.io/priority-class) and its launcher and Worker pods'
+# kueue.x-k8s.io/priority-class) and its Launcher and Worker pods'
 # priorityClassName (the runtime template's: Volcano gives it to the
 # PodGroup, kube-scheduler preempts by it).
 allowed_classes := input.runtime.constraints.allowedPriorityClasses

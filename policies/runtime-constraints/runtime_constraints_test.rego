@@ -88,15 +88,15 @@ test_required_label_missing_on_launcher_denied if {
 		worker({"nodeSelector": {"pool": "gpu", "fast-net": "true"}}),
 	]})) == {{
 		"field": "spec.runtimePatches",
-		"msg": "the launcher pods are not pinned to nodes labelled fast-net, pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+		"msg": "the Launcher pods are not pinned to nodes labelled fast-net, pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
 	}}
 }
 
 test_required_label_missing_on_both_denied_per_role if {
 	got := deny_of(job_input("team-a", {"requiredNodeLabels": {"pool": "gpu"}}, {}))
 	{v.msg | some v in got} == {
-		"the launcher pods are not pinned to nodes labelled pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
-		"the worker pods are not pinned to nodes labelled pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+		"the Launcher pods are not pinned to nodes labelled pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
+		"the Worker pods are not pinned to nodes labelled pool=gpu, which runtime gpu-openmpi requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods",
 	}
 }
 
@@ -166,7 +166,7 @@ test_pod_priority_class_not_allowed_denied if {
 	d := deny_of(job_input("team-a", priorities, {"replicatedJobs": [launcher({"priorityClassName": "ml-low"}), worker({"priorityClassName": "system-node-critical"})]}))
 	d == {{
 		"field": "spec.runtimeRef.name",
-		"msg": "the worker pods run at priority class \"system-node-critical\" (the runtime template's priorityClassName) but runtime gpu-openmpi allows only ml-low, ml-high (mpiguard.io/allowed-priority-classes); a cluster admin must fix the runtime's template, or use another runtime",
+		"msg": "the Worker pods run at priority class \"system-node-critical\" (the runtime template's priorityClassName) but runtime gpu-openmpi allows only ml-low, ml-high (mpiguard.io/allowed-priority-classes); a cluster admin must fix the runtime's template, or use another runtime",
 	}}
 }
 

@@ -51,7 +51,7 @@ func (c Constraints) Check(j Job) field.ErrorList {
 			if missing := missingLabels(c.RequiredNodeLabels, j.PodNodeLabels[role]); len(missing) > 0 {
 				errs = append(errs, field.Invalid(field.NewPath("spec", "runtimePatches"), role,
 					fmt.Sprintf("the %s pods are not pinned to nodes labelled %s, which runtime %s requires (%s); add them to the pods' nodeSelector",
-						role, strings.Join(missing, ", "), j.RuntimeName, AnnotationRequiredNodeLabels)))
+						roleLabel(role), strings.Join(missing, ", "), j.RuntimeName, AnnotationRequiredNodeLabels)))
 			}
 		}
 	}
@@ -72,4 +72,16 @@ func missingLabels(required, have map[string]string) []string {
 	}
 	sort.Strings(missing)
 	return missing
+}
+
+// roleLabel names a role in messages as the policies do: "Launcher",
+// "Worker", any other name as it is.
+func roleLabel(role string) string {
+	switch role {
+	case "launcher":
+		return "Launcher"
+	case "worker":
+		return "Worker"
+	}
+	return role
 }

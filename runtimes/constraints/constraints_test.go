@@ -112,7 +112,7 @@ func TestCheck(t *testing.T) {
 				`spec.runtimeRef.name: Forbidden: runtime rt may only be used from namespaces ml-*, and this TrainJob is in "web"; use another runtime or ask a cluster admin to allow the namespace (mpiguard.io/allowed-namespaces)`,
 				`spec.trainer.numNodes: Invalid value: 6: asks for 6 hostfile nodes (spec.trainer.numNodes) but runtime rt allows at most 4 per TrainJob (mpiguard.io/max-nodes); lower spec.trainer.numNodes to 4 or less`,
 				`spec.trainer.resourcesPerNode: Invalid value: 8: gives each Worker 8 GPUs but runtime rt allows at most 2 per Worker (mpiguard.io/max-gpus-per-worker); request 2 or fewer GPUs per node and add Workers instead`,
-				`spec.runtimePatches: Invalid value: "launcher": the launcher pods are not pinned to nodes labelled fast-net, pool=gpu, which runtime rt requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector`,
+				`spec.runtimePatches: Invalid value: "launcher": the Launcher pods are not pinned to nodes labelled fast-net, pool=gpu, which runtime rt requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector`,
 			},
 		},
 	}

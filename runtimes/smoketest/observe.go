@@ -229,7 +229,7 @@ func (o Observation) imagesPulled() (metav1.Condition, bool) {
 	}
 	missing := missingPods(o)
 	if len(waiting) == 0 && missing == "" {
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, api.ReasonAllPulled, "every container of the launcher and Worker pods has its image"
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, api.ReasonAllPulled, "every container of the Launcher and Worker pods has its image"
 		return c, false
 	}
 	c.Status, c.Reason = metav1.ConditionFalse, api.ReasonWaiting

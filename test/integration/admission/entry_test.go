@@ -93,7 +93,7 @@ var _ = Describe("mpiguard's own runtime patch entry", func() {
 		rt := createRuntime(ctx, fixtures.MPIRuntime("opt-in-"+ns))
 		msg := denial(ctx, fixtures.TrainJob(ns, "mesh", rt.Name).NumNodes(1).
 			RuntimePatch(userPatch("node", map[string]string{"sidecar.istio.io/inject": "true"}, nil)).Obj())
-		Expect(msg).To(ContainSubstring(`[istio-opt-out] spec.runtimePatches: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true")`))
+		Expect(msg).To(ContainSubstring(`[istio-opt-out] spec.runtimePatches: the Worker pods opt in to the Istio mesh (labels sidecar.istio.io/inject="true")`))
 		Expect(msg).To(ContainSubstring("remove sidecar.istio.io/inject from the pod template in spec.runtimePatches"))
 	})
 
@@ -105,7 +105,7 @@ var _ = Describe("mpiguard's own runtime patch entry", func() {
 		msg := denial(ctx, fixtures.TrainJob(ns, "mesh", rt.Name).NumNodes(1).Obj())
 		// The TrainJob has no runtime patch to fix: the denial names the
 		// runtime and who fixes it.
-		Expect(msg).To(ContainSubstring(`[istio-opt-out] spec.runtimeRef: pods of worker opt in to the Istio mesh (labels sidecar.istio.io/inject="true")`))
+		Expect(msg).To(ContainSubstring(`[istio-opt-out] spec.runtimeRef: the Worker pods opt in to the Istio mesh (labels sidecar.istio.io/inject="true")`))
 		Expect(msg).To(ContainSubstring(fmt.Sprintf(`this comes from ClusterTrainingRuntime %q (the TrainJob has no runtime patches of its own): ask a cluster admin to remove sidecar.istio.io/inject`, rt.Name)))
 	})
 })

@@ -56,7 +56,7 @@ var _ = Describe("Runtime constraints on TrainJobs", func() {
 		}
 		return tj
 	}
-	// pinned adds a runtime patch that puts the launcher and Worker pods on
+	// pinned adds a runtime patch that puts the Launcher and Worker pods on
 	// nodes labelled pool=gpu.
 	pinned := func(tj *trainer.TrainJob) *trainer.TrainJob {
 		patch := func(name string) trainer.ReplicatedJobPatch {
