@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,8 +43,9 @@ func (d Deadline) warnAt(percent float64) time.Time {
 // when the deadline does not count (no deadline, suspended, finished). next
 // is when the Warning becomes due, zero when it never will in this state.
 // The message depends only on the job's start, deadline and percent, never
-// on when it is judged, so a follower that reads it back from the job's
-// Events recognizes it was given (after a leader change); its key changes
+// on when it is judged, and names the start (Recorded), so a follower that
+// reads it back from the job's Events recognizes it was given (after a
+// leader change, and after an admin changed the percent); its key changes
 // with each start, so a resumed job is warned again in its new run.
 func (o Observation) DeadlineNear(now time.Time, percent float64) (near *Finding, next time.Time) {
 	if percent <= 0 || percent >= 100 || !o.deadlineCounts() {
@@ -56,9 +58,33 @@ func (o Observation) DeadlineNear(now time.Time, percent float64) (near *Finding
 	}
 	elapsed := at.Sub(d.Started)
 	f := finding("deadline-near/"+d.Started.UTC().Format(time.RFC3339), corev1.EventTypeWarning, ReasonDeadlineNear,
-		fmt.Sprintf("the TrainJob has run %s, %g%% of its maximum duration %s (spec.activeDeadlineSeconds %d, counted from its start or last resume at %s): at %s the Trainer stops its Launcher and Workers and fails it with DeadlineExceeded. Write a checkpoint now and resume from it in a new TrainJob, or ask an admin for a longer limit (mpiguard's max-duration policy caps spec.activeDeadlineSeconds, which cannot change once set)",
-			elapsed, percent, d.Max, int64(d.Max/time.Second), d.Started.UTC().Format(time.RFC3339), d.Ends().UTC().Format(time.RFC3339)))
+		fmt.Sprintf("the TrainJob has run %s, %g%% of its maximum duration %s (spec.activeDeadlineSeconds %d, %s): at %s the Trainer stops its Launcher and Workers and fails it with DeadlineExceeded. Write a checkpoint now and resume from it in a new TrainJob, or ask an admin for a longer limit (mpiguard's max-duration policy caps spec.activeDeadlineSeconds, which cannot change once set)",
+			elapsed, percent, d.Max, int64(d.Max/time.Second), countedFrom(d.Started), d.Ends().UTC().Format(time.RFC3339)))
 	return &f, time.Time{}
+}
+
+// countedFrom names the start a DeadlineNear Warning counts from.
+func countedFrom(started time.Time) string {
+	return "counted from its start or last resume at " + started.UTC().Format(time.RFC3339)
+}
+
+// Recorded says whether an Event of reason with message records finding f:
+// the same message, or, for the DeadlineNear Warning, one counted from the
+// same start at whatever percent (an admin may have changed warnAtPercent
+// since it was given).
+func Recorded(f Finding, reason, message string) bool {
+	if message == f.Message {
+		return true
+	}
+	if f.Reason != ReasonDeadlineNear || reason != ReasonDeadlineNear {
+		return false
+	}
+	started, ok := strings.CutPrefix(f.Key, "deadline-near/")
+	if !ok {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339, started)
+	return err == nil && strings.Contains(message, countedFrom(t)+")")
 }
 
 // DeadlineState says, for `mpiguard explain`, how much of its maximum

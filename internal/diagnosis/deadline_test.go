@@ -108,3 +108,33 @@ func TestDeadlineState(t *testing.T) {
 		t.Errorf("DeadlineState without a deadline = %q, want empty", got)
 	}
 }
+
+// TestRecorded checks a DeadlineNear Warning is recognised in the job's
+// Events by the run it counts from, whatever percent it was given at, and a
+// failure by its message only.
+func TestRecorded(t *testing.T) {
+	o := runningJob()
+	at80, _ := o.DeadlineNear(t0.Add(2*time.Hour), 80)
+	at90, _ := o.DeadlineNear(t0.Add(2*time.Hour), 90)
+	resumed := o
+	resumed.Deadline.Started = t0.Add(5 * time.Hour)
+	nextRun, _ := resumed.DeadlineNear(t0.Add(7*time.Hour), 80)
+	failure := Finding{Key: "failed/x", Type: "Warning", Reason: "JobSetFailed", Message: "the Launcher failed"}
+	cases := map[string]struct {
+		f               Finding
+		reason, message string
+		want            bool
+	}{
+		"the same Warning":                     {*at80, ReasonDeadlineNear, at80.Message, true},
+		"given at 80%, now at 90%":             {*at90, ReasonDeadlineNear, at80.Message, true},
+		"given in the run before a resume":     {*nextRun, ReasonDeadlineNear, at80.Message, false},
+		"the run's start in another reason":    {*at90, "Other", at80.Message, false},
+		"the same failure":                     {failure, "JobSetFailed", failure.Message, true},
+		"another failure with the same reason": {failure, "JobSetFailed", "the Worker failed", false},
+	}
+	for name, tc := range cases {
+		if got := Recorded(tc.f, tc.reason, tc.message); got != tc.want {
+			t.Errorf("%s: Recorded = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -363,15 +363,15 @@ func (r *Reconciler) seed(ctx context.Context, job *trainer.TrainJob, f *followe
 	if err := r.apiReader.List(ctx, &list, client.InNamespace(job.Namespace), client.MatchingFields{"involvedObject.uid": string(job.UID)}); err != nil {
 		return err
 	}
-	notes := map[string]bool{}
-	for _, e := range list.Items {
-		notes[e.Message] = true
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, fd := range findings {
-		if notes[note(fd.Message)] {
-			f.told[fd.Key] = true
+		fd.Message = note(fd.Message) // as an Event keeps it
+		for _, e := range list.Items {
+			if diagnosis.Recorded(fd, e.Reason, e.Message) {
+				f.told[fd.Key] = true
+				break
+			}
 		}
 	}
 	f.seeded = true

@@ -242,4 +242,15 @@ func TestDeadlineNearToldOnce(t *testing.T) {
 	if n := len(followerEvents(t, c, diagnosis.ReasonDeadlineNear)); n != 1 {
 		t.Errorf("%d DeadlineNear Events after a leader change, want 1", n)
 	}
+	// An admin raised warnAtPercent to 90 since: the new leader's message
+	// says 90%, the Event told 80%; it is the same run's Warning.
+	now = t0.Add(time.Hour + 110*time.Minute)
+	raised := follower(c, &now)
+	raised.opts.Parameter = func(policy, name string) (any, bool) { return float64(90), true }
+	if _, err := raised.Reconcile(ctx, request); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(followerEvents(t, c, diagnosis.ReasonDeadlineNear)); n != 1 {
+		t.Errorf("%d DeadlineNear Events after a leader change and warnAtPercent 80 -> 90, want 1", n)
+	}
 }
