@@ -35,8 +35,13 @@ type Options struct {
 	// Enabled runs it (on the elected leader, as every controller).
 	Enabled bool
 	// Interval is the least time between two Events that say the same
-	// waiting state of a job; a new state is told at once.
+	// waiting state of a job.
 	Interval time.Duration
+	// Settle is how long a new waiting state must hold before it is told:
+	// the scheduler marks a gang's pods unschedulable one by one, and the
+	// state it settles in ("2 of 6 Workers unschedulable") is one Event,
+	// not one per pod on the way.
+	Settle time.Duration
 	// Parameter reads a policy parameter of the serving policy set
 	// (engine.Engine.Parameter): the max-duration policy's warnAtPercent
 	// says when a job is warned that its deadline nears. nil: the embedded
@@ -44,13 +49,17 @@ type Options struct {
 	Parameter func(policy, name string) (any, bool)
 }
 
-// DefaultOptions runs the follower, telling a waiting state every 30 s.
-func DefaultOptions() Options { return Options{Enabled: true, Interval: 30 * time.Second} }
+// DefaultOptions runs the follower, telling a waiting state once it has
+// held 5 s, and again every 30 s while it holds.
+func DefaultOptions() Options {
+	return Options{Enabled: true, Interval: 30 * time.Second, Settle: 5 * time.Second}
+}
 
 // AddFlags binds the follower's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "follow-jobs", o.Enabled, "Follow every MPI TrainJob until it ends and put Events on it saying why its pods wait or which pod failed and why (on the elected leader).")
 	fs.DurationVar(&o.Interval, "follow-interval", o.Interval, "Least time between two Events that repeat the same waiting state of a job.")
+	fs.DurationVar(&o.Settle, "follow-settle", o.Settle, "How long a new waiting state of a job must hold before it is told (the scheduler's passes over a gang's pods settle in one state).")
 }
 
 // RBAC (ClusterRole: TrainJobs live in every namespace):
@@ -108,6 +117,10 @@ type followed struct {
 	waitingKey string
 	waitingAt  time.Time
 	waiting    told
+	// seenKey and seenAt are the waiting state observed last and since
+	// when (Options.Settle).
+	seenKey string
+	seenAt  time.Time
 	// quiet: the job had ended before the follower started; it is only
 	// counted in the metrics, nothing is told about it.
 	quiet bool
@@ -217,9 +230,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		now := r.now()
 		r.mu.Lock()
-		due := w.Key != f.waitingKey || now.Sub(f.waitingAt) >= r.opts.Interval
+		if w.Key != f.seenKey {
+			f.seenKey, f.seenAt = w.Key, now
+		}
+		unsettled := r.opts.Settle - now.Sub(f.seenAt)
+		isNew := w.Key != f.waitingKey
+		due := isNew || now.Sub(f.waitingAt) >= r.opts.Interval
 		last := f.waiting
 		r.mu.Unlock()
+		if isNew && unsettled > 0 {
+			return sooner(res, max(unsettled, time.Second)), nil
+		}
 		wait := r.opts.Interval - now.Sub(f.waitingAt)
 		if due {
 			if err := r.tellWaiting(ctx, &job, f, w, last, now); err != nil {
@@ -230,7 +251,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return sooner(res, max(wait, time.Second)), nil
 	default:
 		r.mu.Lock()
-		f.waitingKey, f.waiting = "", told{}
+		f.waitingKey, f.waiting, f.seenKey = "", told{}, ""
 		r.mu.Unlock()
 	}
 	return res, nil
@@ -252,10 +273,14 @@ var defaultWarnAtPercent = sync.OnceValues(func() (any, bool) {
 
 // warnAtPercent is the max-duration policy's warnAtPercent now (0: the
 // Warning is off, also when the parameter cannot be read).
-func (r *Reconciler) warnAtPercent() float64 {
+func (r *Reconciler) warnAtPercent() float64 { return warnAtPercent(r.opts.Parameter) }
+
+// warnAtPercent is the max-duration policy's warnAtPercent read with
+// parameter (nil: the embedded policy's default); 0 when it cannot be read.
+func warnAtPercent(parameter func(policy, name string) (any, bool)) float64 {
 	v, ok := defaultWarnAtPercent()
-	if r.opts.Parameter != nil {
-		v, ok = r.opts.Parameter("max-duration", "warnAtPercent")
+	if parameter != nil {
+		v, ok = parameter("max-duration", "warnAtPercent")
 	}
 	if !ok {
 		return 0

@@ -156,7 +156,9 @@ func TestWaitingToldEveryInterval(t *testing.T) {
 			t.Errorf("after %s: requeue after %s, want within the interval", now.Sub(t0), res.RequeueAfter)
 		}
 	}
-	step(0, 1, 1)
+	step(0, 0, 0)           // a new state: told once it has held Options.Settle
+	step(4*time.Second, 0, 0)
+	step(time.Second, 1, 1) // settled
 	step(10*time.Second, 1, 1)
 	step(19*time.Second, 1, 1)
 	step(time.Second, 1, 2) // 30 s after the first

@@ -56,7 +56,20 @@ func Explain(ctx context.Context, c client.Reader, judge *pipeline.Pipeline, mpi
 	fmt.Fprintf(w, "Policies now:\t%s\n", Judged(ctx, c, judge, mpiguardNS, &job))
 	fmt.Fprintf(w, "Reservation:\t%s\n", reservation(ctx, c, mpiguardNS, &job, o))
 	fmt.Fprintf(w, "Phase:\t%s\n", o.Phase())
-	if d := o.DeadlineState(time.Now()); d != "" {
+	now := time.Now()
+	var parameter func(policy, name string) (any, bool)
+	if judge != nil {
+		parameter = judge.Engine().Parameter
+	}
+	percent := warnAtPercent(parameter)
+	near, nearDue := o.DeadlineNear(now, percent)
+	if d := o.DeadlineState(now); d != "" {
+		switch {
+		case near != nil:
+			d += fmt.Sprintf("; past the %g%% Warning (%s)", percent, diagnosis.ReasonDeadlineNear)
+		case !nearDue.IsZero():
+			d += fmt.Sprintf("; the %g%% Warning (%s) at %s", percent, diagnosis.ReasonDeadlineNear, nearDue.UTC().Format(time.RFC3339))
+		}
 		fmt.Fprintf(w, "Deadline:\t%s\n", d)
 	}
 	_ = w.Flush()
@@ -86,6 +99,9 @@ func Explain(ctx context.Context, c client.Reader, judge *pipeline.Pipeline, mpi
 	reasons := o.Failures()
 	if wt := o.Waiting(); wt != nil {
 		reasons = append([]diagnosis.Finding{*wt}, reasons...)
+	}
+	if near != nil {
+		reasons = append(reasons, *near)
 	}
 	if len(reasons) == 0 {
 		fmt.Fprintf(out, "  none: %s\n", map[diagnosis.Phase]string{

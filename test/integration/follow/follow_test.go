@@ -186,7 +186,9 @@ var _ = Describe("the job follower", func() {
 				deadline, job.CreationTimestamp.UTC().Format(time.RFC3339), job.CreationTimestamp.Add(deadline*time.Second).UTC().Format(time.RFC3339))),
 			ContainSubstring("Write a checkpoint now"),
 			HaveSuffix("see docs/troubleshooting.md#deadline-near")))
-		Expect(explain(ctx, job)).To(MatchRegexp(`Deadline:\s+1m\d+s of 2m0s used \(\d+%\)`))
+		Expect(explain(ctx, job)).To(And(
+			MatchRegexp(`Deadline:\s+1m\d+s of 2m0s used \(\d+%\); the Trainer stops it at \S+; past the 80% Warning \(DeadlineNear\)`),
+			ContainSubstring("Warning DeadlineNear: the TrainJob has run 1m36s, 80% of its maximum duration 2m0s")), "explain gives the follower's Warning")
 
 		By("a new mpiguard process (as a new leader) reads the Event and does not repeat it")
 		Expect(env.RestartManagers(ctx, app.DefaultOptions())).To(Succeed())

@@ -110,7 +110,7 @@ var _ = Describe("Runtime constraints on TrainJobs", func() {
 
 		err := env.Client.Create(ctx, job(rt, ns, "unpinned", 2))
 		Expect(err).To(HaveOccurred())
-		for _, role := range []string{"launcher", "worker"} {
+		for _, role := range []string{"Launcher", "Worker"} {
 			Expect(err.Error()).To(ContainSubstring(fmt.Sprintf(
 				"[runtime-constraints] spec.runtimePatches: the %s pods are not pinned to nodes labelled pool=gpu, which runtime %s requires (mpiguard.io/required-node-labels); add them to the pods' nodeSelector with spec.runtimePatches, or ask a cluster admin to pin the runtime's pods", role, rt.Name)))
 		}
