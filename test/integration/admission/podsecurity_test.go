@@ -45,7 +45,7 @@ var _ = Describe("Pod Security predicted at submit", func() {
 		pods := renderedPods(ctx, renderer, job, rt)
 
 		msg := denial(ctx, job)
-		for _, rj := range []struct{ name, who string }{{"launcher", "the launcher"}, {"node", "the Workers"}} {
+		for _, rj := range []struct{ name, who string }{{"launcher", "the Launcher"}, {"node", "the Workers"}} {
 			// What PodSecurity admission itself says about this replicated job's pods.
 			reasons := podSecurityRefusal(ctx, ns, pods[rj.name])
 			prefix := fmt.Sprintf(
