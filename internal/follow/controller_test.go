@@ -156,7 +156,7 @@ func TestWaitingToldEveryInterval(t *testing.T) {
 			t.Errorf("after %s: requeue after %s, want within the interval", now.Sub(t0), res.RequeueAfter)
 		}
 	}
-	step(0, 0, 0)           // a new state: told once it has held Options.Settle
+	step(0, 0, 0) // a new state: told once it has held Options.Settle
 	step(4*time.Second, 0, 0)
 	step(time.Second, 1, 1) // settled
 	step(10*time.Second, 1, 1)
