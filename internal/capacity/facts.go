@@ -164,7 +164,7 @@ func replicatedJobOf(rj *render.ReplicatedJobView, nodes *Summary, runtimeClasse
 	perNode := namesNodes(pod)
 	largest := corev1.ResourceList{}
 	places := make([]placement, len(nodes.Shapes))
-	var node corev1.Node // a shape's nodes as the filters read them, when they decide alike
+	var node corev1.Node // the node the filters read, set for each shape or member
 	for si, shape := range nodes.Shapes {
 		var p placement
 		count := func(reason exclusionReason, n int) {
@@ -182,14 +182,13 @@ func replicatedJobOf(rj *render.ReplicatedJobView, nodes *Summary, runtimeClasse
 		if perNode {
 			p.byMember = make([]bool, len(shape.Members))
 			for mi, m := range shape.Members {
-				reason := exclusion(pod, affinity, nodeOf(shape, m))
+				reason := exclusion(pod, affinity, nodeOf(&node, shape, m))
 				p.byMember[mi] = reason == eligible
 				count(reason, 1)
 			}
 		} else {
 			// What a shape's nodes share decides for all of them.
-			node.Spec.Taints, node.Spec.Unschedulable, node.Labels = shape.Taints, shape.Unschedulable, shape.Labels
-			count(exclusion(pod, affinity, &node), len(shape.Members))
+			count(exclusion(pod, affinity, nodeOf(&node, shape, Member{})), len(shape.Members))
 		}
 		places[si] = p
 		if p.count == 0 {
@@ -340,15 +339,15 @@ func namesNodes(pod *corev1.Pod) bool {
 	return false
 }
 
-// nodeOf is member m of shape as a Node, as far as the filters read it.
-func nodeOf(shape *Shape, m Member) *corev1.Node {
+// nodeOf sets n to member m of shape (Member{}: any of them, when what
+// they share decides) as far as the filters read a Node, and returns it.
+func nodeOf(n *corev1.Node, shape *Shape, m Member) *corev1.Node {
 	labels := shape.Labels
 	if m.Hostname != "" {
 		labels = maps.Clone(shape.Labels)
 		labels[corev1.LabelHostname] = m.Hostname
 	}
-	n := &corev1.Node{Spec: corev1.NodeSpec{Taints: shape.Taints, Unschedulable: shape.Unschedulable}}
-	n.Name, n.Labels = m.Name, labels
+	n.Name, n.Labels, n.Spec.Taints, n.Spec.Unschedulable = m.Name, labels, shape.Taints, shape.Unschedulable
 	return n
 }
 

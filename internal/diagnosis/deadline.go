@@ -57,11 +57,15 @@ func (o Observation) DeadlineNear(now time.Time, percent float64) (near *Finding
 		return nil, at
 	}
 	elapsed := at.Sub(d.Started)
-	f := finding("deadline-near/"+d.Started.UTC().Format(time.RFC3339), corev1.EventTypeWarning, ReasonDeadlineNear,
+	f := finding(deadlineNearKey+d.Started.UTC().Format(time.RFC3339), corev1.EventTypeWarning, ReasonDeadlineNear,
 		fmt.Sprintf("the TrainJob has run %s, %g%% of its maximum duration %s (spec.activeDeadlineSeconds %d, %s): at %s the Trainer stops its Launcher and Workers and fails it with DeadlineExceeded. Write a checkpoint now and resume from it in a new TrainJob, or ask an admin for a longer limit (mpiguard's max-duration policy caps spec.activeDeadlineSeconds, which cannot change once set)",
 			elapsed, percent, d.Max, int64(d.Max/time.Second), countedFrom(d.Started), d.Ends().UTC().Format(time.RFC3339)))
 	return &f, time.Time{}
 }
+
+// deadlineNearKey and the start of the run (RFC 3339) are a DeadlineNear
+// Warning's Finding.Key: one Warning per run.
+const deadlineNearKey = "deadline-near/"
 
 // countedFrom names the start a DeadlineNear Warning counts from.
 func countedFrom(started time.Time) string {
@@ -79,7 +83,7 @@ func Recorded(f Finding, reason, message string) bool {
 	if f.Reason != ReasonDeadlineNear || reason != ReasonDeadlineNear {
 		return false
 	}
-	started, ok := strings.CutPrefix(f.Key, "deadline-near/")
+	started, ok := strings.CutPrefix(f.Key, deadlineNearKey)
 	if !ok {
 		return false
 	}
